@@ -1,0 +1,147 @@
+"""Typed configuration of the SAC / RLPD learner (``SACAgent``); every knob is a field with its help text.
+
+Defaults follow RLPD (``ikostrikov/rlpd``) and SERL / HIL-SERL (``rail-berkeley/serl``, ``hil-serl``); see
+``/work/shared/reference/residual-symmetry-hil.md`` section 5. Where the two differ the field says which one
+the default follows and what the other uses.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+Activation = Literal["relu", "tanh", "gelu", "elu"]
+
+
+@dataclass(frozen=True)
+class SACConfig:
+    """SAC with the RLPD recipe: critic ensemble, random-subset min target, LayerNorm, high UTD."""
+
+    # --- networks -------------------------------------------------------------------------------------------
+    hidden_dims: tuple[int, ...] = (256, 256)
+    """Hidden layer widths of the actor and of every critic MLP (RLPD / SERL: 256x256)."""
+    activation: Activation = "relu"
+    """Hidden activation of actor, critics and gripper head (RLPD: relu; SERL uses tanh)."""
+    critic_layer_norm: bool = True
+    """LayerNorm after every hidden Dense layer of the critics (RLPD / SERL: on)."""
+    actor_layer_norm: bool = False
+    """LayerNorm after every hidden Dense layer of the actor (RLPD: off; SERL: on)."""
+    num_critics: int = 10
+    """Critic ensemble size N (RLPD / SERL: 10; HIL-SERL: 2)."""
+    num_min_critics: int = 2
+    """Size M of the random critic subset whose minimum forms the TD target (RLPD / SERL: 2)."""
+    log_std_min: float = -5.0
+    """Lower bound of the actor's pre-tanh log standard deviation."""
+    log_std_max: float = 2.0
+    """Upper bound of the actor's pre-tanh log standard deviation."""
+
+    # --- optimisation ---------------------------------------------------------------------------------------
+    actor_lr: float = 3e-4
+    """Adam learning rate of the actor."""
+    critic_lr: float = 3e-4
+    """Adam learning rate of the critic ensemble and the image encoder."""
+    temperature_lr: float = 3e-4
+    """Adam learning rate of the log-temperature."""
+    gripper_lr: float = 3e-4
+    """Adam learning rate of the discrete gripper Q-head (``gripper='discrete'`` only)."""
+    max_grad_norm: float | None = None
+    """Clip each optimiser's gradient to this global L2 norm; None disables clipping (RLPD / SERL: off)."""
+    tau: float = 0.005
+    """Polyak factor of the target networks, applied after every critic update (RLPD / SERL: 0.005)."""
+    utd_ratio: int = 4
+    """Critic updates per ``update()`` call (fresh batch each), then one actor update (SERL: 4; RLPD: 20)."""
+    compile: bool = False
+    """``torch.compile`` the actor, critics and gripper head: a slow first update, then faster ones."""
+
+    # --- entropy --------------------------------------------------------------------------------------------
+    init_temperature: float = 1.0
+    """Initial entropy temperature alpha (RLPD: 1.0; SERL pixel/real-robot runs use 0.01)."""
+    target_entropy: float | None = None
+    """Target policy entropy in nats; None means -|A|/2 over the SAC-controlled action dims (RLPD / SERL)."""
+    learn_temperature: bool = True
+    """Learn alpha by dual gradient descent on the entropy constraint; False keeps ``init_temperature``."""
+    backup_entropy: bool = False
+    """Subtract alpha * log pi(a'|s') inside the TD target (RLPD / SERL: False, i.e. no entropy backup)."""
+
+    # --- gripper --------------------------------------------------------------------------------------------
+    gripper: Literal["continuous", "discrete"] = "continuous"
+    """'continuous': SAC drives every action dim; 'discrete': SAC drives dims 0-5, a DQN head the gripper."""
+    gripper_hidden_dims: tuple[int, ...] = (256, 256)
+    """Hidden layer widths of the discrete gripper Q-head (HIL-SERL: 256x256)."""
+    gripper_epsilon: float = 0.05
+    """Epsilon-greedy exploration probability of the discrete gripper head when acting stochastically."""
+    gripper_penalty_key: str = "grasp_penalty"
+    """``Batch.extras`` key added to the reward in the gripper head's TD target (0 if absent)."""
+
+    # --- observations ---------------------------------------------------------------------------------------
+    image_encoder: Literal["cnn", "resnet18"] = "cnn"
+    """Per-camera backbone: a small CNN trained from scratch, or ResNet-18 from ``resnet_weights_path``."""
+    resnet_weights_path: str | None = None
+    """Local torchvision-layout ResNet-18 ``state_dict`` file (``torch.save``); never downloaded."""
+    freeze_backbone: bool = True
+    """Keep the pretrained ResNet-18 backbone frozen (SERL / HIL-SERL freeze their ResNet-10)."""
+    cnn_channels: tuple[int, ...] = (32, 32, 32, 32)
+    """Output channels of each 3x3 conv layer of the small CNN."""
+    cnn_strides: tuple[int, ...] = (2, 2, 2, 1)
+    """Stride of each conv layer of the small CNN (same length as ``cnn_channels``)."""
+    image_pooling: Literal["spatial_embedding", "flatten"] = "spatial_embedding"
+    """How a camera's feature map becomes a vector: SERL's learned spatial embedding, or flatten."""
+    spatial_embedding_features: int = 8
+    """Learned spatial kernels per channel of the spatial embedding (SERL: 8)."""
+    image_latent_dim: int = 256
+    """Per-camera feature size after Linear + LayerNorm + tanh (SERL: 256)."""
+    proprio_latent_dim: int = 64
+    """Size of the non-image (proprio) projection when cameras exist (SERL: 64); state-only obs stay raw."""
+    image_augmentation: bool = True
+    """DrQ random shift of obs and next_obs images inside the update (SERL: on)."""
+    augmentation_pad: int = 4
+    """Random-shift padding in pixels: shifts are uniform in [-pad, pad] (DrQ / SERL: 4)."""
+
+    def __post_init__(self) -> None:
+        def bad(name: str, why: str) -> ValueError:
+            return ValueError(f"SACConfig.{name} {why}, got {getattr(self, name)!r}")
+
+        for name in ("hidden_dims", "gripper_hidden_dims", "cnn_channels", "cnn_strides"):
+            dims = getattr(self, name)
+            if not isinstance(dims, tuple) or not dims or any(not isinstance(d, int) or d <= 0 for d in dims):
+                raise bad(name, "must be a non-empty tuple of positive ints")
+        if len(self.cnn_strides) != len(self.cnn_channels):
+            raise bad("cnn_strides", f"must have the same length as cnn_channels ({len(self.cnn_channels)})")
+        if self.num_critics < 1:
+            raise bad("num_critics", "must be >= 1")
+        if not 1 <= self.num_min_critics <= self.num_critics:
+            raise bad("num_min_critics", f"must be in [1, num_critics={self.num_critics}]")
+        if self.log_std_min >= self.log_std_max:
+            raise bad("log_std_min", f"must be < log_std_max={self.log_std_max}")
+        for name in ("actor_lr", "critic_lr", "temperature_lr", "gripper_lr"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise bad(name, "must be a finite number > 0")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise bad("max_grad_norm", "must be > 0 or None")
+        if not 0 < self.tau <= 1:
+            raise bad("tau", "must be in (0, 1]")
+        if self.utd_ratio < 1:
+            raise bad("utd_ratio", "must be >= 1")
+        if not (math.isfinite(self.init_temperature) and self.init_temperature > 0):
+            raise bad("init_temperature", "must be a finite number > 0")
+        if self.target_entropy is not None and not math.isfinite(self.target_entropy):
+            raise bad("target_entropy", "must be finite or None")
+        if self.gripper not in ("continuous", "discrete"):
+            raise bad("gripper", "must be 'continuous' or 'discrete'")
+        if not 0 <= self.gripper_epsilon <= 1:
+            raise bad("gripper_epsilon", "must be in [0, 1]")
+        if self.activation not in ("relu", "tanh", "gelu", "elu"):
+            raise bad("activation", "must be one of relu, tanh, gelu, elu")
+        if self.image_encoder not in ("cnn", "resnet18"):
+            raise bad("image_encoder", "must be 'cnn' or 'resnet18'")
+        if self.image_encoder == "resnet18" and not self.resnet_weights_path:
+            raise bad("resnet_weights_path", "must name a local weights file when image_encoder='resnet18'")
+        if self.image_pooling not in ("spatial_embedding", "flatten"):
+            raise bad("image_pooling", "must be 'spatial_embedding' or 'flatten'")
+        for name in ("spatial_embedding_features", "image_latent_dim", "proprio_latent_dim"):
+            if getattr(self, name) < 1:
+                raise bad(name, "must be >= 1")
+        if self.augmentation_pad < 0:
+            raise bad("augmentation_pad", "must be >= 0")

@@ -1,0 +1,194 @@
+"""Actor, fused critic ensemble and discrete gripper head of the SAC agent (plain torch).
+
+The critic ensemble keeps every layer's parameters stacked as ``[N, in, out]`` and evaluates all N critics
+with one ``torch.baddbmm`` per layer (no Python loop over critics), so 10 critics cost one wide matmul.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from robot_rl.envs.contract import GRIPPER_CLOSE_THRESHOLD, GRIPPER_OPEN_THRESHOLD
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu,
+    "tanh": torch.tanh,
+    "gelu": F.gelu,
+    "elu": F.elu,
+}
+_ACTIVATION_MODULES: dict[str, type[nn.Module]] = {
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "gelu": nn.GELU,
+    "elu": nn.ELU,
+}
+
+GRIPPER_CLASSES = 3
+"""Discrete gripper classes: 0 = close (-1), 1 = stay (0), 2 = open (+1)."""
+
+
+def mlp(
+    in_dim: int, hidden_dims: Sequence[int], out_dim: int, layer_norm: bool = False, activation: str = "relu"
+) -> nn.Sequential:
+    """``[Linear -> (LayerNorm) -> act] * len(hidden_dims) -> Linear``: maps [B, in_dim] to [B, out_dim]."""
+    layers: list[nn.Module] = []
+    dim = in_dim
+    for width in hidden_dims:
+        layers.append(nn.Linear(dim, width))
+        if layer_norm:
+            layers.append(nn.LayerNorm(width))
+        layers.append(_ACTIVATION_MODULES[activation]())
+        dim = width
+    layers.append(nn.Linear(dim, out_dim))
+    return nn.Sequential(*layers)
+
+
+class EnsembleLinear(nn.Module):
+    """N independent ``nn.Linear`` layers as one batched matmul.
+
+    weight: [N, in, out]; bias: [N, 1, out]; each member initialised like ``nn.Linear`` (U(+-1/sqrt(in))).
+    """
+
+    def __init__(self, num: int, in_features: int, out_features: int) -> None:
+        super().__init__()
+        bound = 1.0 / math.sqrt(in_features)
+        self.weight = nn.Parameter(torch.empty(num, in_features, out_features).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(num, 1, out_features).uniform_(-bound, bound))
+
+    def forward(
+        self, x: torch.Tensor, index: torch.Tensor | None = None, detach_params: bool = False
+    ) -> torch.Tensor:
+        """x: [B, in] (shared by all members) or [M, B, in]; returns [M, B, out] (M = len(index) or N)."""
+        w, b = self.weight, self.bias
+        if index is not None:
+            w, b = w.index_select(0, index), b.index_select(0, index)
+        if detach_params:
+            w, b = w.detach(), b.detach()
+        if x.dim() == 2:
+            x = x.unsqueeze(0).expand(w.shape[0], -1, -1)
+        return torch.baddbmm(b, x, w)
+
+
+class EnsembleLayerNorm(nn.Module):
+    """N independent ``nn.LayerNorm`` over the last dim; weight/bias [N, 1, D]."""
+
+    def __init__(self, num: int, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(num, 1, dim))
+        self.bias = nn.Parameter(torch.zeros(num, 1, dim))
+
+    def forward(
+        self, x: torch.Tensor, index: torch.Tensor | None = None, detach_params: bool = False
+    ) -> torch.Tensor:
+        """x: [M, B, D] -> [M, B, D]."""
+        w, b = self.weight, self.bias
+        if index is not None:
+            w, b = w.index_select(0, index), b.index_select(0, index)
+        if detach_params:
+            w, b = w.detach(), b.detach()
+        return torch.addcmul(b, F.layer_norm(x, x.shape[-1:], eps=self.eps), w)
+
+
+class EnsembleMLP(nn.Module):
+    """N MLPs with identical architecture, evaluated together: [B, in] -> [N, B] (or [N, B, out])."""
+
+    def __init__(
+        self,
+        num: int,
+        in_dim: int,
+        hidden_dims: Sequence[int],
+        out_dim: int = 1,
+        layer_norm: bool = True,
+        activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        self.num = num
+        self.out_dim = out_dim
+        self.act = ACTIVATIONS[activation]
+        dims = [in_dim, *hidden_dims]
+        self.linears = nn.ModuleList(EnsembleLinear(num, a, b) for a, b in itertools.pairwise(dims))
+        self.norms = nn.ModuleList(EnsembleLayerNorm(num, d) for d in hidden_dims) if layer_norm else None
+        self.head = EnsembleLinear(num, dims[-1], out_dim)
+
+    def forward(
+        self, x: torch.Tensor, index: torch.Tensor | None = None, detach_params: bool = False
+    ) -> torch.Tensor:
+        """x: [B, in]; index: optional long [M] subset of members; detach_params: no grads into the weights
+        (used by the actor loss). Returns [M, B] when out_dim == 1, else [M, B, out_dim]."""
+        for i, linear in enumerate(self.linears):
+            x = linear(x, index, detach_params)
+            if self.norms is not None:
+                x = self.norms[i](x, index, detach_params)
+            x = self.act(x)
+        x = self.head(x, index, detach_params)
+        return x.squeeze(-1) if self.out_dim == 1 else x
+
+
+class TanhGaussianActor(nn.Module):
+    """Tanh-squashed diagonal Gaussian policy scaled to the action box: features [B, F] -> actions [B, A]."""
+
+    def __init__(
+        self,
+        in_dim: int,
+        action_dim: int,
+        hidden_dims: Sequence[int],
+        layer_norm: bool,
+        activation: str,
+        log_std_min: float,
+        log_std_max: float,
+        action_low: torch.Tensor,
+        action_high: torch.Tensor,
+    ) -> None:
+        super().__init__()
+        self.trunk = mlp(in_dim, hidden_dims, 2 * action_dim, layer_norm, activation)
+        self.log_std_min = log_std_min
+        self.log_std_max = log_std_max
+        scale = (action_high - action_low) / 2
+        self.register_buffer("action_scale", scale.float())
+        self.register_buffer("action_bias", ((action_high + action_low) / 2).float())
+        # log|d action / d tanh|, constant: part of log pi so the entropy is measured in action units.
+        self.register_buffer("log_scale_sum", torch.log(scale).sum().float())
+
+    def distribution(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean [B, A], log_std [B, A]) of the pre-tanh Gaussian; log_std squashed into its bounds."""
+        mean, log_std = self.trunk(x).chunk(2, dim=-1)
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (torch.tanh(log_std) + 1)
+        return mean, log_std
+
+    def sample(
+        self, x: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterised sample: returns (action [B, A] in the action box, log_prob [B])."""
+        mean, log_std = self.distribution(x)
+        eps = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        u = mean + log_std.exp() * eps
+        # log N(u; mean, std) - log|d tanh(u)/du| with log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)).
+        log_prob = (-0.5 * eps.square() - log_std).sum(-1) - 0.5 * math.log(2 * math.pi) * u.shape[-1]
+        log_prob = log_prob - (2 * (math.log(2.0) - u - F.softplus(-2 * u))).sum(-1) - self.log_scale_sum
+        return torch.tanh(u) * self.action_scale + self.action_bias, log_prob
+
+    def deterministic(self, x: torch.Tensor) -> torch.Tensor:
+        """tanh(mean) in the action box: [B, F] -> [B, A]."""
+        mean, _ = self.distribution(x)
+        return torch.tanh(mean) * self.action_scale + self.action_bias
+
+
+def gripper_action_to_class(gripper: torch.Tensor) -> torch.Tensor:
+    """Stored gripper command float [B] in [-1, 1] -> class long [B]: 0 close, 1 stay, 2 open.
+
+    Contract thresholds: <= -0.5 closes, >= 0.5 opens, anything between keeps (stay)."""
+    cls = torch.ones_like(gripper, dtype=torch.long)
+    cls = torch.where(gripper <= GRIPPER_CLOSE_THRESHOLD, 0, cls)
+    return torch.where(gripper >= GRIPPER_OPEN_THRESHOLD, 2, cls)
+
+
+def gripper_class_to_action(cls: torch.Tensor) -> torch.Tensor:
+    """Class long [B] -> executed gripper command float [B] in {-1, 0, +1}."""
+    return cls.float() - 1.0

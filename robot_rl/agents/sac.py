@@ -1,0 +1,396 @@
+"""SAC with the RLPD recipe (critic ensemble, random-subset min target, LayerNorm, UTD) and an optional
+HIL-SERL discrete gripper head.
+
+Per ``update(sample_fn)``: ``utd_ratio`` x [fresh batch -> ``batch_transform`` -> DrQ shift -> critic
+(+ gripper) step -> Polyak], then one actor + temperature step on the last batch. The losses are small
+methods taking a ``Batch``, so extensions (residual policies, symmetry augmentation) override
+``sample_action`` / ``deterministic_action`` or pass a ``batch_transform`` instead of rewriting the class.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from robot_rl.agents.config import SACConfig
+from robot_rl.agents.encoders import ObservationEncoder
+from robot_rl.agents.networks import (
+    GRIPPER_CLASSES,
+    EnsembleMLP,
+    TanhGaussianActor,
+    gripper_action_to_class,
+    gripper_class_to_action,
+    mlp,
+)
+from robot_rl.data.augmentation import augment_batch
+from robot_rl.data.batch import Batch
+from robot_rl.envs.contract import ACTION_DIM
+
+Metrics = dict[str, torch.Tensor]
+
+
+@dataclass
+class Features:
+    """Encoded batch. obs: [B, F] online encoder (with grad); next_obs: [B, F] online encoder (no grad, for
+    the policy and the double-DQN argmax); next_obs_target: [B, F] target encoder (no grad)."""
+
+    obs: torch.Tensor
+    next_obs: torch.Tensor
+    next_obs_target: torch.Tensor
+
+
+def _adam(params: Iterable[nn.Parameter], lr: float) -> torch.optim.Adam:
+    params = list(params)
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.Adam(params, lr=lr, foreach=True)
+
+
+class SACAgent:
+    """SAC / RLPD learner and policy.
+
+    Observations are dicts (``{"state": [S], "images/<cam>": uint8 [H, W, 3]}``); actions a Box of any
+    dimension (the 7-D contract layout for ``gripper='discrete'``)."""
+
+    def __init__(
+        self,
+        config: SACConfig,
+        observation_space: gym.spaces.Dict,
+        action_space: gym.spaces.Box,
+        device: str | torch.device = "cpu",
+        seed: int = 0,
+        batch_transform: Callable[[Batch], Batch] | None = None,
+    ) -> None:
+        if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+            raise TypeError(f"action_space must be a 1-D gymnasium Box, got {action_space}")
+        low = torch.as_tensor(np.asarray(action_space.low, np.float64))
+        high = torch.as_tensor(np.asarray(action_space.high, np.float64))
+        if not (torch.isfinite(low).all() and torch.isfinite(high).all() and (high > low).all()):
+            raise ValueError(f"action_space bounds must be finite with high > low, got {low} .. {high}")
+        self.config = config
+        self.device = torch.device(device)
+        self.action_dim = int(action_space.shape[0])
+        self.discrete_gripper = config.gripper == "discrete"
+        if self.discrete_gripper and self.action_dim != ACTION_DIM:
+            raise ValueError(
+                f"SACConfig.gripper='discrete' needs the {ACTION_DIM}-D contract action, "
+                f"got action_dim={self.action_dim}"
+            )
+        self.sac_dim = self.action_dim - 1 if self.discrete_gripper else self.action_dim
+        self.target_entropy = (
+            -self.sac_dim / 2 if config.target_entropy is None else float(config.target_entropy)
+        )
+        self.batch_transform = batch_transform
+
+        with torch.random.fork_rng(devices=[]):  # seeded init without touching the global RNG
+            torch.manual_seed(seed)
+            c = config
+            self.encoder = ObservationEncoder(observation_space, c)
+            if self.encoder.out_dim == 0:
+                raise ValueError("observation_space has no keys to encode")
+            feat = self.encoder.out_dim
+            self.obs_keys = sorted(observation_space.spaces)
+            self.actor = TanhGaussianActor(
+                feat, self.sac_dim, c.hidden_dims, c.actor_layer_norm, c.activation, c.log_std_min,
+                c.log_std_max, low[: self.sac_dim], high[: self.sac_dim],
+            )  # fmt: skip
+            self.critic = EnsembleMLP(
+                c.num_critics, feat + self.sac_dim, c.hidden_dims, 1, c.critic_layer_norm, c.activation
+            )
+            self.gripper_q: nn.Module | None = None
+            if self.discrete_gripper:
+                dims, norm = c.gripper_hidden_dims, c.critic_layer_norm
+                self.gripper_q = mlp(feat, dims, GRIPPER_CLASSES, norm, c.activation)
+        shared = {id(m): m for m in self.encoder.frozen_modules()}  # frozen backbone: one copy for both
+        self.target_encoder = copy.deepcopy(self.encoder, memo=dict(shared)).requires_grad_(False)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        self.target_gripper_q = copy.deepcopy(self.gripper_q)
+        if self.target_gripper_q is not None:
+            self.target_gripper_q.requires_grad_(False)
+        for module in self._modules().values():
+            module.to(self.device)
+        if c.compile:  # in place: state_dict keys are unchanged
+            nets = (self.actor.trunk, self.critic, self.target_critic, self.gripper_q, self.target_gripper_q)
+            for net in nets:
+                if net is not None:
+                    net.compile()
+        self.log_alpha = torch.tensor(math.log(c.init_temperature), device=self.device, requires_grad=True)
+
+        encoder_params = [p for p in self.encoder.parameters() if p.requires_grad]
+        self.critic_optimizer = _adam([*encoder_params, *self.critic.parameters()], c.critic_lr)
+        self.actor_optimizer = _adam(self.actor.parameters(), c.actor_lr)
+        self.temperature_optimizer = _adam([self.log_alpha], c.temperature_lr)
+        self.gripper_optimizer = _adam(self.gripper_q.parameters(), c.gripper_lr) if self.gripper_q else None
+
+        online, target = [self.encoder, self.critic], [self.target_encoder, self.target_critic]
+        if self.gripper_q is not None and self.target_gripper_q is not None:
+            online.append(self.gripper_q)
+            target.append(self.target_gripper_q)
+        pairs = [
+            (pt, po)
+            for mt, mo in zip(target, online)
+            for pt, po in zip(mt.parameters(), mo.parameters())
+            if pt is not po
+        ]
+        self._polyak_target = [p for p, _ in pairs]
+        self._polyak_online = [p for _, p in pairs]
+        self.generator = torch.Generator(self.device).manual_seed(seed)  # update randomness
+        self.act_generator = torch.Generator(self.device).manual_seed(seed + 1)  # exploration randomness
+        self.num_critic_updates = 0
+        self.num_actor_updates = 0
+        self._training: bool | None = None
+
+    # ------------------------------------------------------------------------------------------- helpers
+    def _modules(self) -> dict[str, nn.Module]:
+        mods = {
+            "encoder": self.encoder,
+            "actor": self.actor,
+            "critic": self.critic,
+            "target_encoder": self.target_encoder,
+            "target_critic": self.target_critic,
+        }
+        if self.gripper_q is not None and self.target_gripper_q is not None:
+            mods["gripper_q"] = self.gripper_q
+            mods["target_gripper_q"] = self.target_gripper_q
+        return mods
+
+    def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        opts: dict[str, torch.optim.Optimizer] = {
+            "critic": self.critic_optimizer,
+            "actor": self.actor_optimizer,
+            "temperature": self.temperature_optimizer,
+        }
+        if self.gripper_optimizer is not None:
+            opts["gripper"] = self.gripper_optimizer
+        return opts
+
+    def _set_training(self, mode: bool) -> None:
+        if self._training is not mode:
+            for module in self._modules().values():
+                module.train(mode)
+            self._training = mode
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        """Entropy temperature, scalar tensor (no grad)."""
+        return self.log_alpha.detach().exp()
+
+    def encode(self, obs: dict[str, torch.Tensor], target: bool = False) -> torch.Tensor:
+        """Observation dict [B, ...] -> features [B, F] (online or target encoder)."""
+        return (self.target_encoder if target else self.encoder)(obs)
+
+    def sample_action(
+        self, features: torch.Tensor, obs: dict[str, torch.Tensor], generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy sample for the SAC dims: (action [B, sac_dim], log_prob [B]). ``obs`` is for extensions
+        (e.g. a residual policy adding a base action); the actor sees ``features`` only."""
+        return self.actor.sample(features, self.generator if generator is None else generator)
+
+    def deterministic_action(self, features: torch.Tensor, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """tanh(mean) for the SAC dims: [B, sac_dim]."""
+        return self.actor.deterministic(features)
+
+    def target_subset(self) -> torch.Tensor | None:
+        """Random subset (long [M], no repeats) of the N target critics; None when M == N (use all)."""
+        n, m = self.config.num_critics, self.config.num_min_critics
+        if m == n:
+            return None
+        return torch.randperm(n, generator=self.generator, device=self.device)[:m]
+
+    def encode_batch(self, batch: Batch) -> Features:
+        obs = self.encode(batch.obs)
+        with torch.no_grad():
+            next_obs = self.encode(batch.next_obs)
+            next_target = (
+                self.encode(batch.next_obs, target=True) if self.encoder.has_parameters else next_obs
+            )
+        return Features(obs, next_obs, next_target)
+
+    def prepare_batch(self, batch: Batch) -> Batch:
+        """To the device, then ``batch_transform``, then DrQ-shift the images (obs, next_obs separately)."""
+        if batch.action.device != self.device:
+            batch = batch.to(self.device)
+        if self.batch_transform is not None:
+            batch = self.batch_transform(batch)
+        if self.encoder.image_keys and self.config.image_augmentation:
+            batch = augment_batch(
+                batch, self.config.augmentation_pad, self.generator, self.encoder.image_keys
+            )
+        return batch
+
+    # -------------------------------------------------------------------------------------------- losses
+    def td_target(self, batch: Batch, features: Features | None = None) -> torch.Tensor:
+        """reward + discount * (min over a random M-subset of target Q(s', a') [- alpha log pi(a'|s')]): [B].
+
+        ``discount`` is gamma^n, or 0 where the n-step window terminated (truncation keeps gamma^n)."""
+        f = self.encode_batch(batch) if features is None else features
+        with torch.no_grad():
+            next_action, next_log_prob = self.sample_action(f.next_obs, batch.next_obs)
+            q = self.target_critic(torch.cat([f.next_obs_target, next_action], -1), self.target_subset())
+            next_v = q.min(0).values
+            if self.config.backup_entropy:
+                next_v = next_v - self.alpha * next_log_prob
+            return batch.reward + batch.discount * next_v
+
+    def critic_loss(self, batch: Batch, features: Features | None = None) -> tuple[torch.Tensor, Metrics]:
+        """Mean over critics and batch of (Q_i(s, a) - target)^2; a = the stored action's SAC dims."""
+        f = self.encode_batch(batch) if features is None else features
+        target = self.td_target(batch, f)
+        q = self.critic(torch.cat([f.obs, batch.action[:, : self.sac_dim]], -1))  # [N, B]
+        loss = (q - target).square().mean()
+        return loss, {"critic_loss": loss, "q_mean": q.mean(), "q_max": q.max(), "target_mean": target.mean()}
+
+    def gripper_td_target(self, batch: Batch, features: Features) -> torch.Tensor:
+        """Double DQN: r + grasp_penalty + discount * Q_target(s', argmax_a Q_online(s', a)): [B]."""
+        assert self.gripper_q is not None and self.target_gripper_q is not None
+        with torch.no_grad():
+            best = self.gripper_q(features.next_obs).argmax(-1, keepdim=True)
+            next_q = self.target_gripper_q(features.next_obs_target).gather(-1, best).squeeze(-1)
+            reward = batch.reward + batch.extras.get(self.config.gripper_penalty_key, 0.0)
+            return reward + batch.discount * next_q
+
+    def gripper_loss(self, batch: Batch, features: Features | None = None) -> tuple[torch.Tensor, Metrics]:
+        """MSE of Q_grip(s, class(a_gripper)) to the double-DQN target."""
+        assert self.gripper_q is not None
+        f = self.encode_batch(batch) if features is None else features
+        target = self.gripper_td_target(batch, f)
+        cls = gripper_action_to_class(batch.action[:, -1]).unsqueeze(-1)
+        q = self.gripper_q(f.obs).gather(-1, cls).squeeze(-1)
+        loss = (q - target).square().mean()
+        return loss, {"gripper_loss": loss, "gripper_q_mean": q.mean()}
+
+    def actor_loss(self, batch: Batch, features: torch.Tensor | None = None) -> tuple[torch.Tensor, Metrics]:
+        """mean(alpha * log pi(a|s) - mean_i Q_i(s, a)), a ~ pi; encoder features, critic weights detached."""
+        if features is None:
+            with torch.no_grad():
+                features = self.encode(batch.obs)
+        action, log_prob = self.sample_action(features.detach(), batch.obs)
+        q = self.critic(torch.cat([features.detach(), action], -1), detach_params=True).mean(0)
+        loss = (self.alpha * log_prob - q).mean()
+        return loss, {"actor_loss": loss, "entropy": -log_prob.detach().mean(), "log_prob": log_prob}
+
+    def temperature_loss(self, log_prob: torch.Tensor) -> torch.Tensor:
+        """-alpha * mean(log pi + target_entropy): raises alpha while entropy is below the target."""
+        return -(self.log_alpha.exp() * (log_prob.detach() + self.target_entropy)).mean()
+
+    # ------------------------------------------------------------------------------------------- updates
+    def _step(self, optimizer: torch.optim.Optimizer) -> None:
+        if self.config.max_grad_norm is not None:
+            params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+            torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
+        optimizer.step()
+
+    def update_critic(self, batch: Batch) -> Metrics:
+        """One critic (+ encoder, + gripper head) gradient step on a prepared batch, then Polyak targets."""
+        features = self.encode_batch(batch)
+        loss, metrics = self.critic_loss(batch, features)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        if self.gripper_optimizer is not None:
+            gripper_loss, gripper_metrics = self.gripper_loss(batch, features)
+            loss = loss + gripper_loss
+            metrics.update(gripper_metrics)
+            self.gripper_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self._step(self.critic_optimizer)
+        if self.gripper_optimizer is not None:
+            self._step(self.gripper_optimizer)
+        with torch.no_grad():
+            torch._foreach_lerp_(self._polyak_target, self._polyak_online, self.config.tau)
+        self.num_critic_updates += 1
+        return metrics
+
+    def update_actor(self, batch: Batch) -> Metrics:
+        """One actor step and (if learned) one temperature step on a prepared batch."""
+        loss, metrics = self.actor_loss(batch)
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self._step(self.actor_optimizer)
+        log_prob = metrics.pop("log_prob")
+        if self.config.learn_temperature:
+            temperature_loss = self.temperature_loss(log_prob)
+            self.temperature_optimizer.zero_grad(set_to_none=True)
+            temperature_loss.backward()
+            self._step(self.temperature_optimizer)
+            metrics["temperature_loss"] = temperature_loss
+        metrics["alpha"] = self.alpha
+        self.num_actor_updates += 1
+        return metrics
+
+    def update(self, sample_fn: Callable[[], Batch]) -> dict[str, float]:
+        """``utd_ratio`` critic updates (fresh batch each), then one actor + temperature step on the last."""
+        self._set_training(True)
+        metrics: Metrics = {}
+        batch = None
+        for _ in range(self.config.utd_ratio):
+            batch = self.prepare_batch(sample_fn())
+            metrics = self.update_critic(batch)
+        assert batch is not None
+        metrics.update(self.update_actor(batch))
+        values = torch.stack([v.detach().float() for v in metrics.values()]).tolist()
+        return dict(zip(metrics.keys(), values))
+
+    # ------------------------------------------------------------------------------------------------ act
+    @torch.inference_mode()
+    def act(self, obs: dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:
+        """One unbatched observation -> float32 action [action_dim] (discrete gripper: last in {-1, 0, 1})."""
+        self._set_training(False)
+        x = {k: torch.as_tensor(np.asarray(obs[k])).unsqueeze(0).to(self.device) for k in self.obs_keys}
+        features = self.encoder(x)
+        if deterministic:
+            action = self.deterministic_action(features, x)
+        else:
+            action, _ = self.sample_action(features, x, self.act_generator)
+        if self.gripper_q is not None:
+            cls = self.gripper_q(features).argmax(-1)
+            eps = self.config.gripper_epsilon
+            gen = self.act_generator
+            if not deterministic and eps > 0 and torch.rand((), generator=gen, device=self.device) < eps:
+                cls = torch.randint(GRIPPER_CLASSES, (1,), generator=gen, device=self.device)
+            action = torch.cat([action, gripper_class_to_action(cls).unsqueeze(-1)], -1)
+        return action[0].float().cpu().numpy()
+
+    # ----------------------------------------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume bit-identically: networks, targets, optimisers, temperature, RNG
+        states, counters. Tensors are shared with the live agent (as in ``nn.Module.state_dict``)."""
+        return {
+            "modules": {name: m.state_dict() for name, m in self._modules().items()},
+            "optimizers": {name: o.state_dict() for name, o in self._optimizers().items()},
+            "log_alpha": self.log_alpha.detach(),
+            "rng": {"update": self.generator.get_state(), "act": self.act_generator.get_state()},
+            "counters": {"critic_updates": self.num_critic_updates, "actor_updates": self.num_actor_updates},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, module in self._modules().items():
+            module.load_state_dict(state["modules"][name])
+        for name, opt in self._optimizers().items():
+            opt.load_state_dict(state["optimizers"][name])
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        self.generator.set_state(state["rng"]["update"])
+        self.act_generator.set_state(state["rng"]["act"])
+        self.num_critic_updates = int(state["counters"]["critic_updates"])
+        self.num_actor_updates = int(state["counters"]["actor_updates"])
+
+    def actor_state_dict(self) -> dict[str, Any]:
+        """What an actor process needs to act: encoder, actor, gripper head (no critics or optimisers)."""
+        state = {"encoder": self.encoder.state_dict(), "actor": self.actor.state_dict()}
+        if self.gripper_q is not None:
+            state["gripper_q"] = self.gripper_q.state_dict()
+        return state
+
+    def load_actor_state_dict(self, state: dict[str, Any]) -> None:
+        self.encoder.load_state_dict(state["encoder"])
+        self.actor.load_state_dict(state["actor"])
+        if self.gripper_q is not None:
+            self.gripper_q.load_state_dict(state["gripper_q"])

@@ -1,0 +1,128 @@
+"""What a simulated task is: scene additions, reset, privileged observation, named reward terms, success."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from robot_rl.envs.contract import ACTION_DIM, Field
+from robot_rl.envs.geometry import matrix_to_rotvec
+from robot_rl.sim.config import ArmEnvConfig
+
+if TYPE_CHECKING:
+    from robot_rl.sim.scene import ArmScene
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """Fields every task has; each task subclasses this with its own defaults and fields."""
+
+    env: ArmEnvConfig = field(default_factory=ArmEnvConfig)
+    reward_weights: dict[str, float] = field(default_factory=dict)
+    """Weight per named shaping term (used when ``env.dense_reward``); unknown names are an error."""
+
+
+class Task(ABC):
+    """A task owns its config, its bodies in the scene and its MDP terms; the env owns the loop."""
+
+    name: ClassVar[str]
+    privileged_layout: ClassVar[tuple[Field, ...]] = ()
+
+    def __init__(self, config: TaskConfig) -> None:
+        self.config = config
+        unknown = set(config.reward_weights) - set(self.reward_term_names())
+        if unknown:
+            raise ValueError(
+                f"{type(config).__name__}.reward_weights has unknown terms {sorted(unknown)}; "
+                f"known: {list(self.reward_term_names())}"
+            )
+
+    # --- scene -----------------------------------------------------------------------------------------
+    def scene_xml(self) -> tuple[str, str]:
+        """(worldbody XML, asset XML) added to the arm scene."""
+        return "", ""
+
+    def bind(self, scene: ArmScene) -> None:  # noqa: B027 - optional hook
+        """Cache ids after the scene is compiled."""
+
+    def start_tcp_pos(self, rng: np.random.Generator) -> np.ndarray:
+        """Nominal TCP start position (m); the env adds ``init_tcp_noise_m`` jitter."""
+        return np.array([0.45, 0.0, 0.25])
+
+    @abstractmethod
+    def reset(self, scene: ArmScene, rng: np.random.Generator) -> None:
+        """Place objects/goals for a new episode (the arm is already at its start pose)."""
+
+    # --- MDP terms -------------------------------------------------------------------------------------
+    def privileged(self, scene: ArmScene) -> np.ndarray:
+        """Simulation-only task state, laid out as ``privileged_layout``."""
+        return np.zeros(0)
+
+    @classmethod
+    @abstractmethod
+    def reward_term_names(cls) -> tuple[str, ...]:
+        """Names of the shaping terms ``reward_terms`` returns."""
+
+    @abstractmethod
+    def reward_terms(self, scene: ArmScene) -> dict[str, float]:
+        """Named shaping terms, each roughly in [0, 1]; all are logged, weighted ones enter dense reward."""
+
+    @abstractmethod
+    def is_success(self, scene: ArmScene) -> bool: ...
+
+
+class Expert(ABC):
+    """A scripted policy with privileged access to the scene; returns contract actions in [-1, 1]."""
+
+    def __init__(self, task: Task, noise_std: float = 0.0, seed: int = 0) -> None:
+        if noise_std < 0:
+            raise ValueError(f"Expert noise_std must be >= 0, got {noise_std}")
+        self.task = task
+        self.noise_std = noise_std
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self) -> None:  # noqa: B027 - optional hook
+        """Forget per-episode state (phase machines)."""
+
+    @abstractmethod
+    def plan(self, scene: ArmScene) -> np.ndarray:
+        """Noise-free action [7] for the current scene state."""
+
+    def act(self, scene: ArmScene) -> np.ndarray:
+        action = self.plan(scene)
+        if self.noise_std > 0:
+            action = action.copy()
+            action[:6] += self.rng.normal(0.0, self.noise_std, size=6)
+        return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+
+def move_toward(current: np.ndarray, goal: np.ndarray, max_step_m: float, gain: float = 1.0) -> np.ndarray:
+    """Translation action (in [-1, 1]) that moves ``current`` toward ``goal`` by at most one step."""
+    delta = gain * (np.asarray(goal) - np.asarray(current)) / max_step_m
+    return np.clip(delta, -1.0, 1.0)
+
+
+def rotate_toward(
+    current: np.ndarray, goal: np.ndarray, max_step_rad: float, gain: float = 1.0
+) -> np.ndarray:
+    """Rotation action (in [-1, 1], base-frame axis-angle) turning rotation ``current`` [3, 3] to ``goal``."""
+    rotvec = matrix_to_rotvec(np.asarray(goal) @ np.asarray(current).T)
+    return np.clip(gain * rotvec / max_step_rad, -1.0, 1.0)
+
+
+def top_down_mat(yaw_rad: float) -> np.ndarray:
+    """Tool frame pointing straight down (z = -z_world), its x axis at ``yaw_rad`` about world z (home: 0)."""
+    c, s = np.cos(yaw_rad), np.sin(yaw_rad)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ np.diag([1.0, -1.0, -1.0])
+
+
+def expert_action(translation: np.ndarray, gripper: float, rotation: np.ndarray | None = None) -> np.ndarray:
+    action = np.zeros(ACTION_DIM)
+    action[:3] = translation
+    if rotation is not None:
+        action[3:6] = rotation
+    action[6] = gripper
+    return action

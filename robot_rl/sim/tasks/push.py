@@ -1,0 +1,260 @@
+"""``push``: push a block across the table into a goal region with the closed gripper.
+
+Mirror symmetry (for symmetry augmentation). The scene is symmetric about the x-z plane: arm base at the
+origin facing +x, home posture in that plane, table, workspace box, front camera and wrist camera all
+symmetric, and the block start (xy, yaw) and the goal are drawn from distributions symmetric under
+``y -> -y``. Reflecting a state through that plane (``M = diag(1, -1, 1)``) maps positions and linear
+velocities/forces to ``M v`` (the y entry flips), rotation matrices to ``M R M`` (in rot6d order
+``(R00, R10, R20, R01, R11, R21)`` the entries 1, 3, 5 flip), and axial vectors (angular velocity,
+torque, axis-angle rotation actions) to ``-M w`` (x and z flip). The gripper is symmetric itself. So
+the mirrored transition is obtained by multiplying element-wise with
+
+- ``STATE_MIRROR_SIGN``: ``tcp_pos[1]``, ``tcp_rot6d[1, 3, 5]``, ``tcp_linvel[1]``, ``tcp_angvel[0, 2]``,
+  ``wrench_force[1]``, ``wrench_torque[0, 2]`` flip;
+- ``ACTION_MIRROR_SIGN``: ``dy``, ``drx``, ``drz`` flip (``dx, dz, dry, gripper`` keep);
+- ``PRIVILEGED_MIRROR_SIGN``: ``block_pos[1]``, ``block_rot6d[1, 3, 5]``, ``goal_pos[1]``,
+  ``block_minus_tcp[1]``, ``goal_minus_block[1]`` flip;
+
+and camera images (front and wrist cameras both sit in the symmetry plane) flip left-right. Rewards and
+success are invariant. The symmetry is exact in kinematics and up to small terms in the dynamics (the
+arm links' centres of mass are slightly off the plane), see ``tests/sim/test_task_push.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robot_rl.envs.contract import ACTION_LAYOUT, STATE_LAYOUT, Field, Layout
+from robot_rl.envs.geometry import matrix_to_rot6d
+from robot_rl.sim.config import ArmEnvConfig
+from robot_rl.sim.scene import ArmScene
+from robot_rl.sim.tasks.base import (
+    Expert,
+    Task,
+    TaskConfig,
+    expert_action,
+    move_toward,
+    rotate_toward,
+    top_down_mat,
+)
+
+PARK_POS = (0.0, 0.6, 0.02)  # off the workspace: where the block sits until the first reset
+PUSHER_RADIUS_M = 0.012  # half the extent of the closed fingertips in the horizontal plane
+
+PRIVILEGED_LAYOUT = (
+    Field("block_pos", 3, "m, base frame, block centre"),
+    Field("block_rot6d", 6, "first two columns of the block's rotation matrix, base frame"),
+    Field("goal_pos", 2, "m, base frame, centre of the goal region on the table"),
+    Field("block_minus_tcp", 3, "m, base frame"),
+    Field("goal_minus_block", 2, "m, base frame, xy"),
+)
+_ROT6D_SIGN = (1, -1, 1, -1, 1, -1)
+
+
+def _signs(layout: Layout, flips: dict[str, tuple[int, ...]]) -> np.ndarray:
+    sign = np.ones(layout.dim, np.float32)
+    for name, pattern in flips.items():
+        sign[layout.slice(name)] = pattern
+    return sign
+
+
+STATE_MIRROR_SIGN = _signs(
+    STATE_LAYOUT,
+    {
+        "tcp_pos": (1, -1, 1),
+        "tcp_rot6d": _ROT6D_SIGN,
+        "tcp_linvel": (1, -1, 1),
+        "tcp_angvel": (-1, 1, -1),
+        "wrench_force": (1, -1, 1),
+        "wrench_torque": (-1, 1, -1),
+    },
+)
+ACTION_MIRROR_SIGN = _signs(ACTION_LAYOUT, {"translation": (1, -1, 1), "rotation": (-1, 1, -1)})
+PRIVILEGED_MIRROR_SIGN = _signs(
+    Layout(PRIVILEGED_LAYOUT),
+    {
+        "block_pos": (1, -1, 1),
+        "block_rot6d": _ROT6D_SIGN,
+        "goal_pos": (1, -1),
+        "block_minus_tcp": (1, -1, 1),
+        "goal_minus_block": (1, -1),
+    },
+)
+
+
+@dataclass(frozen=True)
+class PushConfig(TaskConfig):
+    env: ArmEnvConfig = field(default_factory=lambda: ArmEnvConfig(max_episode_steps=100))
+    reward_weights: dict[str, float] = field(default_factory=lambda: {"reach": 0.1, "push": 0.5})
+    block_half_size_m: tuple[float, float, float] = (0.025, 0.025, 0.02)
+    """Half extents (m) of the block: 5 x 5 cm footprint, 4 cm tall."""
+    block_mass_kg: float = 0.1
+    xy_low: tuple[float, float] = (0.42, -0.15)
+    """Lower corner (m) of the table area block starts and goals are sampled in (y range symmetric)."""
+    xy_high: tuple[float, float] = (0.58, 0.15)
+    block_yaw_range_rad: float = float(np.pi / 4)
+    """Block yaw is uniform in [-range, range] (symmetric)."""
+    min_push_distance_m: float = 0.1
+    """Goals are re-drawn until at least this far (m) from the block's start."""
+    goal_radius_m: float = 0.025
+    """Success: the block's centre within this distance (m, xy) of the goal."""
+
+    def __post_init__(self) -> None:
+        if not np.isclose(self.xy_low[1], -self.xy_high[1]):
+            raise ValueError(
+                f"PushConfig.xy_low/xy_high must be symmetric in y (mirror symmetry), "
+                f"got {self.xy_low} / {self.xy_high}"
+            )
+        if any(lo > hi for lo, hi in zip(self.xy_low, self.xy_high)):
+            raise ValueError(f"PushConfig.xy_low must be <= xy_high, got {self.xy_low} / {self.xy_high}")
+        diagonal = float(np.hypot(self.xy_high[0] - self.xy_low[0], self.xy_high[1] - self.xy_low[1]))
+        if not 0 <= self.min_push_distance_m < 0.7 * diagonal:
+            raise ValueError(
+                f"PushConfig.min_push_distance_m must be in [0, {0.7 * diagonal:.3f}) m for the "
+                f"sampling area, got {self.min_push_distance_m}"
+            )
+        if not all(0.01 <= h <= 0.05 for h in self.block_half_size_m):
+            raise ValueError(
+                f"PushConfig.block_half_size_m must be in [0.01, 0.05] m, got {self.block_half_size_m}"
+            )
+        for name in ("block_mass_kg", "goal_radius_m"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"PushConfig.{name} must be > 0, got {getattr(self, name)}")
+        if not 0 <= self.block_yaw_range_rad <= np.pi:
+            raise ValueError(
+                f"PushConfig.block_yaw_range_rad must be in [0, pi], got {self.block_yaw_range_rad}"
+            )
+
+
+class Push(Task):
+    name = "push"
+    privileged_layout = PRIVILEGED_LAYOUT
+    config: PushConfig
+
+    def scene_xml(self) -> tuple[str, str]:
+        c = self.config
+        hx, hy, hz = c.block_half_size_m
+        x, y, _ = PARK_POS
+        body = (
+            f'<body name="block" pos="{x} {y} {hz}"><freejoint name="block_joint"/>'
+            f'<geom name="block" type="box" size="{hx} {hy} {hz}" mass="{c.block_mass_kg}" '
+            f'rgba="0.2 0.4 0.85 1"/></body>'
+            f'<body name="goal" mocap="true" pos="0.5 0 0">'
+            f'<geom type="cylinder" size="{c.goal_radius_m} 0.0005" rgba="0.1 0.9 0.2 0.6" '
+            f'contype="0" conaffinity="0"/></body>'
+        )
+        return body, ""
+
+    def bind(self, scene: ArmScene) -> None:
+        m = scene.model
+        self.block_body = m.body("block").id
+        self.goal_mocap = m.body_mocapid[m.body("goal").id]
+
+    def reset(self, scene: ArmScene, rng: np.random.Generator) -> None:
+        c = self.config
+        start = rng.uniform(c.xy_low, c.xy_high)
+        goal = rng.uniform(c.xy_low, c.xy_high)
+        while np.linalg.norm(goal - start) < c.min_push_distance_m:  # symmetric acceptance keeps symmetry
+            goal = rng.uniform(c.xy_low, c.xy_high)
+        yaw = rng.uniform(-c.block_yaw_range_rad, c.block_yaw_range_rad)
+        quat = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+        scene.set_free_body_pose("block_joint", np.array([*start, c.block_half_size_m[2]]), quat)
+        scene.data.mocap_pos[self.goal_mocap] = (*goal, 0.0)
+        # Push with the closed fingertips: start closed (the policy may open them again).
+        scene.data.qpos[scene.finger_qpos_adr] = 0.0
+        scene.set_gripper(0.0)
+
+    # --- state reads -----------------------------------------------------------------------------------
+    def block_pos(self, scene: ArmScene) -> np.ndarray:
+        return scene.body_pos(self.block_body)
+
+    def goal(self, scene: ArmScene) -> np.ndarray:
+        """Goal centre (m, xy)."""
+        return scene.data.mocap_pos[self.goal_mocap, :2].copy()
+
+    def distance(self, scene: ArmScene) -> float:
+        """Block centre to goal centre (m, xy)."""
+        return float(np.linalg.norm(self.goal(scene) - self.block_pos(scene)[:2]))
+
+    # --- MDP terms -------------------------------------------------------------------------------------
+    def privileged(self, scene: ArmScene) -> np.ndarray:
+        block, goal = self.block_pos(scene), self.goal(scene)
+        rot6d = matrix_to_rot6d(scene.body_mat(self.block_body))
+        return np.concatenate([block, rot6d, goal, block - scene.tcp_pos(), goal - block[:2]])
+
+    @classmethod
+    def reward_term_names(cls) -> tuple[str, ...]:
+        return ("reach", "push")
+
+    def reward_terms(self, scene: ArmScene) -> dict[str, float]:
+        reach = float(np.linalg.norm(self.block_pos(scene) - scene.tcp_pos()))
+        return {
+            "reach": 1.0 - float(np.tanh(10.0 * reach)),
+            "push": 1.0 - float(np.tanh(5.0 * self.distance(scene))),
+        }
+
+    def is_success(self, scene: ArmScene) -> bool:
+        return self.distance(scene) < self.config.goal_radius_m
+
+
+class PushExpert(Expert):
+    """Closed-loop pusher: get behind the block (as seen from the goal) above it, go down, push through it.
+
+    The pushing direction is recomputed every step from the live block position, so the pusher steers
+    the block back onto the line to the goal as it drifts or turns; if the pusher ends up beside or in
+    front of the block, it lifts and re-approaches. All decisions are mirror-equivariant in y.
+    """
+
+    task: Push
+    SAFE_Z_M = 0.08  # TCP height for moving over the block
+    PUSH_Z_M = 0.02  # TCP height while pushing (fingertips 5-35 mm above the table)
+    BEHIND_M = 0.03  # extra distance behind the block's contact point at the start of a push
+
+    def __init__(self, task: Push, noise_std: float = 0.0, seed: int = 0) -> None:
+        super().__init__(task, noise_std, seed)
+        self.reset()
+
+    def reset(self) -> None:
+        self.phase = "approach"
+
+    def plan(self, scene: ArmScene) -> np.ndarray:
+        env = self.task.config.env
+        tcp = scene.tcp_pos()
+        block, goal = self.task.block_pos(scene)[:2], self.task.goal(scene)
+        to_goal = goal - block
+        dist = float(np.linalg.norm(to_goal))
+        u = to_goal / max(dist, 1e-6)
+        contact = self._contact_distance(scene, u)
+        behind = block - u * (contact + self.BEHIND_M)
+        rel = block - tcp[:2]
+        along = float(rel @ u)  # how far the block is ahead of the pusher along the push direction
+        across = float(abs(rel[0] * u[1] - rel[1] * u[0]))
+        rot = rotate_toward(scene.tcp_mat(), top_down_mat(0.0), env.max_step_rad)
+        if self.phase == "approach":
+            goal3 = np.array([*behind, self.SAFE_Z_M])
+            if np.linalg.norm(behind - tcp[:2]) < 0.01:
+                self.phase = "descend"
+        elif self.phase == "descend":
+            goal3 = np.array([*behind, self.PUSH_Z_M])
+            if np.linalg.norm(behind - tcp[:2]) > 0.02:
+                self.phase = "approach"
+            elif tcp[2] < self.PUSH_Z_M + 0.01:
+                self.phase = "push"
+        else:  # push: aim the pusher at the contact point behind the block, then through it toward the goal
+            advance = min(dist, 2.0 * env.max_step_m)
+            goal3 = np.array([*(block - u * contact + u * advance), self.PUSH_Z_M])
+            if along < 0.5 * contact or across > contact + 0.01:
+                self.phase = "retreat"
+        if self.phase == "retreat":
+            goal3 = np.array([tcp[0], tcp[1], self.SAFE_Z_M])
+            if tcp[2] > self.SAFE_Z_M - 0.02:
+                self.phase = "approach"
+        return expert_action(move_toward(tcp, goal3, env.max_step_m), -1.0, rot)
+
+    def _contact_distance(self, scene: ArmScene, u: np.ndarray) -> float:
+        """Block centre to pusher centre (m) when touching, pushing along ``u``: the block's support width."""
+        mat = scene.body_mat(self.task.block_body)
+        half = np.asarray(self.task.config.block_half_size_m)
+        return float(np.sum(half[:2] * np.abs(u @ mat[:2, :2]))) + PUSHER_RADIUS_M

@@ -1,0 +1,63 @@
+"""``TrainConfig``: everything ``robot-rl train`` takes, with its defaults in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from robot_rl.agents.config import SACConfig
+from robot_rl.data.replay import ReplayConfig
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    task: str = "pick_cube"
+    """A robot_rl task (reach, pick_cube, peg_insert, push) or any gymnasium id with Box/Dict observations."""
+    obs: Literal["state", "pixels"] = "state"
+    """Observation mode of robot_rl tasks: privileged state, or proprio + camera images."""
+    image_size: int = 64
+    """Camera image side (px) in pixel mode."""
+    cameras: tuple[str, ...] = ("front", "wrist")
+    demos: Path | None = None
+    """Folder of recorded demos (``robot-rl record-demos``). Without it, ``scripted_demos`` are recorded."""
+    scripted_demos: int = 10
+    """Demos recorded with the task's scripted expert when ``demos`` is not given (0: no demos)."""
+    demo_noise: float = 0.1
+    """Action noise std of the scripted expert when recording demos."""
+    total_env_steps: int = 20_000
+    learning_starts: int = 500
+    """Env steps before the first update (the replay must hold a few batches)."""
+    random_steps: int = 0
+    """Initial env steps with uniformly random actions (RLPD with demos needs none)."""
+    batch_size: int = 256
+    eval_every: int = 2_000
+    """Env steps between deterministic evaluations on held-out seeds."""
+    eval_episodes: int = 20
+    checkpoint_every: int = 5_000
+    seed: int = 0
+    run_dir: Path | None = None
+    """Run folder; default ``runs/<task>-<obs>-<time>``."""
+    resume: Path | None = None
+    """Continue the run in this folder from its latest checkpoint (config is read from the folder)."""
+    device: str = "cpu"
+    torch_threads: int = 2
+    """Intra-op threads; keep small when several processes share the CPU."""
+    video: Literal["auto", "on", "off"] = "auto"
+    """Evaluation video: ``auto`` records for pixel runs."""
+    progress: bool = True
+    """Show a progress bar."""
+    agent: SACConfig = field(default_factory=SACConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+
+    def __post_init__(self) -> None:
+        for name in ("total_env_steps", "batch_size", "eval_every", "eval_episodes", "checkpoint_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"TrainConfig.{name} must be > 0, got {getattr(self, name)}")
+        for name in ("learning_starts", "random_steps", "scripted_demos", "torch_threads"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"TrainConfig.{name} must be >= 0, got {getattr(self, name)}")
+        if self.demo_noise < 0:
+            raise ValueError(f"TrainConfig.demo_noise must be >= 0, got {self.demo_noise}")
+        if self.demos is not None and not Path(self.demos).exists():
+            raise ValueError(f"TrainConfig.demos: no such folder {self.demos}")

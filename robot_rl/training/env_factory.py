@@ -1,0 +1,42 @@
+"""Build the training/eval env: a robot_rl task, or any gymnasium env on the learner's dict convention."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from robot_rl.envs.wrappers import DictObservation
+
+
+def is_robot_rl_task(name: str) -> bool:
+    try:
+        from robot_rl.sim import TASKS
+    except ImportError:  # the sim extra is not installed: only gymnasium ids can work
+        return False
+    return name in TASKS
+
+
+def make_training_env(
+    task: str, obs: str = "state", image_size: int = 64, cameras: tuple[str, ...] = ("front", "wrist"),
+    render_mode: str | None = None,
+) -> gym.Env:
+    """``task`` is a robot_rl task name or a gymnasium id; the result emits flat dict observations."""
+    if is_robot_rl_task(task):
+        from robot_rl.sim import make_env
+
+        return make_env(task, obs_mode=obs, image_size=image_size, cameras=cameras, render_mode=render_mode)
+    if obs != "state":
+        raise ValueError(f"obs={obs!r} applies to robot_rl tasks only; {task!r} brings its own observations")
+    try:
+        env = gym.make(task, render_mode=render_mode)
+    except gym.error.Error as err:
+        raise ValueError(
+            f"task {task!r} is neither a robot_rl task nor a registered gymnasium id ({err}). "
+            "robot_rl tasks need the sim extra: pip install 'robot_rl[sim]'"
+        ) from err
+    if not isinstance(env.action_space, gym.spaces.Box):
+        raise ValueError(f"task {task!r}: SAC needs a continuous Box action space, got {env.action_space}")
+    low, high = env.action_space.low, env.action_space.high
+    if not (np.all(low == -1.0) and np.all(high == 1.0)):
+        env = gym.wrappers.RescaleAction(env, -1.0, 1.0)
+    return DictObservation(env)

@@ -1,0 +1,226 @@
+"""Single-process off-policy training: env -> agent -> replay -> updates, with evaluation and checkpoints."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from robot_rl.agents.sac import SACAgent
+from robot_rl.data.demos import load_demos
+from robot_rl.data.replay import ReplayBuffer
+from robot_rl.data.sampler import MixedSampler
+from robot_rl.training.config import TrainConfig
+from robot_rl.training.env_factory import is_robot_rl_task, make_training_env
+from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
+from robot_rl.training.record import record_scripted_demos
+from robot_rl.training.run_dir import RunDir
+from robot_rl.utils.config_io import from_jsonable
+
+EXTRAS = {"intervention": np.bool_, "grasp_penalty": np.float32}
+CHECKPOINT = "latest.pt"
+
+
+def load_run_config(run: Path) -> TrainConfig:
+    return from_jsonable(TrainConfig, RunDir(run).read_config(), where=f"{run}/config.json")
+
+
+class Trainer:
+    """Owns env, agent, replay and the run folder. ``run()`` trains to ``total_env_steps``."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        if config.resume is not None:
+            resume_dir = Path(config.resume)
+            saved = load_run_config(resume_dir)
+            # The run's own config wins; only the budget and cosmetic flags may change on resume.
+            config = dataclasses.replace(
+                saved, resume=resume_dir, run_dir=resume_dir, total_env_steps=config.total_env_steps,
+                progress=config.progress,
+            )
+        self.config = cfg = config
+        torch.set_num_threads(max(1, cfg.torch_threads))
+        torch.manual_seed(cfg.seed)
+        self.run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.task, cfg.obs))
+        self.env = make_training_env(cfg.task, cfg.obs, cfg.image_size, cfg.cameras)
+        want_video = cfg.video == "on" or (cfg.video == "auto" and cfg.obs == "pixels")
+        self.record_video = want_video and is_robot_rl_task(cfg.task)
+        self.eval_env = make_training_env(
+            cfg.task, cfg.obs, cfg.image_size, cfg.cameras, render_mode="rgb_array" if self.record_video else None
+        )
+        space, action_dim = self.env.observation_space, self.env.action_space.shape[0]
+        self.agent = SACAgent(cfg.agent, space, self.env.action_space, device=cfg.device, seed=cfg.seed)
+        self.replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed)
+        self.demo_replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed + 1)
+        self.sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
+        self.env_steps = self.episodes = self.updates = 0
+        self.last_eval: EvalResult | None = None
+        self._rng = np.random.default_rng(cfg.seed)
+
+        if cfg.resume is not None:
+            self._load_checkpoint()
+        else:
+            self.run_dir.create(cfg)
+            self._load_demos()
+
+    # --- data ------------------------------------------------------------------------------------------
+    def _load_demos(self) -> None:
+        cfg = self.config
+        if cfg.demos is not None:
+            episodes = load_demos(cfg.demos)
+            source = str(cfg.demos)
+        elif cfg.scripted_demos > 0 and is_robot_rl_task(cfg.task):
+            out = self.run_dir.path / "demos"
+            episodes, stats = record_scripted_demos(
+                self.env, cfg.task, cfg.scripted_demos, out, noise_std=cfg.demo_noise, seed=cfg.seed
+            )
+            source = f"{stats.kept} scripted expert demos ({stats.successes}/{stats.recorded} succeeded) -> {out}"
+        else:
+            episodes, source = [], "none"
+        for episode in episodes:
+            infos = {k: episode.infos.get(k, np.zeros(len(episode), bool)) for k in ("intervention",)}
+            infos["grasp_penalty"] = np.zeros(len(episode), np.float32)
+            self.demo_replay.add_episode(dataclasses.replace(episode, infos=infos))
+        self._log_line(f"demos: {source}; {len(self.demo_replay)} demo transitions")
+
+    # --- main loop -------------------------------------------------------------------------------------
+    def run(self) -> EvalResult | None:
+        cfg = self.config
+        env = self.env
+        obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
+        episode_return, episode_length = 0.0, 0
+        interactive = sys.stderr.isatty()  # in logs and CI, redraw rarely instead of flooding the file
+        bar = tqdm(total=cfg.total_env_steps, initial=self.env_steps, disable=not cfg.progress,
+                   dynamic_ncols=True, unit="step", mininterval=0.5 if interactive else 30.0)
+        update_time, updates_at_start = 0.0, self.updates
+        checkpoint_due = False
+        while self.env_steps < cfg.total_env_steps:
+            if self.env_steps < cfg.random_steps:
+                action = env.action_space.sample()
+            else:
+                action = self.agent.act(obs, deterministic=False)
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            executed = info["intervention_action"] if info.get("intervention") else action
+            extras = {"intervention": bool(info.get("intervention", False)),
+                      "grasp_penalty": float(info.get("grasp_penalty", 0.0))}
+            self.replay.add(obs, executed, float(reward), next_obs, terminated, truncated, extras)
+            obs = next_obs
+            self.env_steps += 1
+            episode_return += float(reward)
+            episode_length += 1
+            bar.update(1)
+
+            if self.env_steps >= cfg.learning_starts and len(self.replay) > 0:
+                start = time.perf_counter()
+                metrics = self.agent.update(lambda: self.sampler.sample(cfg.batch_size, cfg.device))
+                update_time += time.perf_counter() - start
+                self.updates += cfg.agent.utd_ratio
+                if self.env_steps % 250 == 0:
+                    self.run_dir.log("train", self.env_steps, metrics)
+
+            if self.env_steps % cfg.checkpoint_every == 0:
+                checkpoint_due = True
+            if self.env_steps % cfg.eval_every == 0 or self.env_steps == cfg.total_env_steps:
+                self._evaluate()
+
+            if terminated or truncated:
+                self.episodes += 1
+                success = bool(info.get("is_success", False))
+                self.run_dir.log("episode", self.env_steps, {"return": episode_return, "length": episode_length,
+                                                              "success": float(success)})
+                obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
+                episode_return, episode_length = 0.0, 0
+                if checkpoint_due:  # only at episode boundaries: no half episode is ever persisted
+                    self.save_checkpoint()
+                    checkpoint_due = False
+            ups = (self.updates - updates_at_start) / update_time if update_time > 0 else 0.0
+            bar.set_postfix(ep=self.episodes, eval=self._eval_str(), ups=f"{ups:.0f}", refresh=False)
+        bar.close()
+        self.replay.end_episode()  # the budget may end mid-episode: keep its steps, bootstrapped
+        self.save_checkpoint()
+        self.run_dir.plot_learning_curve()
+        self.run_dir.close()
+        return self.last_eval
+
+    def _eval_str(self) -> str:
+        return "-" if self.last_eval is None else f"{self.last_eval.success_rate:.0%}"
+
+    def _evaluate(self) -> None:
+        cfg = self.config
+        frames: list[np.ndarray] | None = [] if self.record_video else None
+        result = evaluate(lambda o: self.agent.act(o, deterministic=True), self.eval_env, cfg.eval_episodes,
+                          EVAL_SEED_BASE, frames=frames)
+        self.last_eval = result
+        lo, hi = result.ci95
+        self.run_dir.log("eval", self.env_steps, {
+            "success_rate": result.success_rate, "success_ci_low": lo, "success_ci_high": hi,
+            "return": result.mean_return, "length": result.mean_length,
+        })
+        if frames:
+            self.run_dir.save_video(frames, f"eval_{self.env_steps:07d}", fps=self._fps())
+        self.run_dir.plot_learning_curve()
+        self._log_line(f"[{self.env_steps} steps] eval: {result.summary()}")
+
+    def _fps(self) -> float:
+        return float(self.eval_env.metadata.get("render_fps", 10))
+
+    def _log_line(self, text: str) -> None:
+        if self.config.progress:
+            tqdm.write(text)
+
+    # --- checkpoints -----------------------------------------------------------------------------------
+    def save_checkpoint(self) -> Path:
+        """Agent + optimisers + counters + replay, each written to a temp name then renamed."""
+        ckpt_dir = self.run_dir.checkpoints
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+        self.replay.save(ckpt_dir / "replay.npz")
+        self.demo_replay.save(ckpt_dir / "demo_replay.npz")
+        state: dict[str, Any] = {
+            "agent": self.agent.state_dict(),
+            "env_steps": self.env_steps,
+            "episodes": self.episodes,
+            "updates": self.updates,
+            "torch_rng": torch.get_rng_state(),
+            "numpy_rng": self._rng.bit_generator.state,
+        }
+        final = ckpt_dir / CHECKPOINT
+        tmp = final.with_name(final.name + ".tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, final)
+        return final
+
+    def _load_checkpoint(self) -> None:
+        ckpt_dir = self.run_dir.checkpoints
+        path = ckpt_dir / CHECKPOINT
+        if not path.exists():
+            raise FileNotFoundError(f"--resume {self.run_dir.path}: no checkpoint at {path}")
+        state = torch.load(path, map_location=self.config.device, weights_only=False)
+        self.agent.load_state_dict(state["agent"])
+        self.env_steps, self.episodes, self.updates = state["env_steps"], state["episodes"], state["updates"]
+        torch.set_rng_state(state["torch_rng"])
+        self._rng.bit_generator.state = state["numpy_rng"]
+        self.replay.load(ckpt_dir / "replay.npz")
+        self.demo_replay.load(ckpt_dir / "demo_replay.npz")
+        self._log_line(f"resumed {self.run_dir.path} at {self.env_steps} env steps, {len(self.replay)} transitions")
+
+
+def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, TrainConfig]:
+    """Rebuild the agent of a run folder (or of a checkpoint file inside one) for evaluation/deployment."""
+    path = Path(run_or_checkpoint)
+    ckpt = path if path.is_file() else path / "checkpoints" / CHECKPOINT
+    run = ckpt.parent.parent
+    cfg = load_run_config(run)
+    env = make_training_env(cfg.task, cfg.obs, cfg.image_size, cfg.cameras)
+    agent = SACAgent(cfg.agent, env.observation_space, env.action_space, device=device, seed=cfg.seed)
+    env.close()
+    if not ckpt.exists():
+        raise FileNotFoundError(f"no checkpoint at {ckpt}")
+    agent.load_state_dict(torch.load(ckpt, map_location=device, weights_only=False)["agent"])
+    return agent, cfg
+

@@ -1,0 +1,78 @@
+"""Record episodes (scripted expert now; teleop later) into the demo format of ``robot_rl.data.demos``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+from robot_rl.data.demos import DemoMeta, DemoWriter
+from robot_rl.data.episode import Episode
+from robot_rl.envs.contract import INFO_KEYS
+from robot_rl.training.evaluate import DEMO_SEED_BASE
+
+
+def rollout_episode(env: gym.Env, act: Callable[[dict[str, np.ndarray]], np.ndarray], seed: int) -> Episode:
+    """Run one episode with ``act`` and return it as an ``Episode`` (executed actions, contract infos)."""
+    obs, info = env.reset(seed=seed)
+    observations = {k: [v] for k, v in obs.items()}
+    actions, rewards = [], []
+    infos: dict[str, list[bool]] = {k: [] for k in INFO_KEYS}
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action = np.asarray(act(obs), dtype=np.float32)
+        obs, reward, terminated, truncated, info = env.step(action)
+        executed = info.get("intervention_action", action) if info.get("intervention") else action
+        actions.append(np.asarray(executed, np.float32))
+        rewards.append(float(reward))
+        for k in INFO_KEYS:
+            infos[k].append(bool(info.get(k, False)))
+        for k, v in obs.items():
+            observations[k].append(v)
+    return Episode(
+        observations={k: np.stack(v) for k, v in observations.items()},
+        actions=np.stack(actions),
+        rewards=np.asarray(rewards, np.float32),
+        terminated=bool(terminated),
+        truncated=bool(truncated),
+        infos={k: np.asarray(v, bool) for k, v in infos.items()},
+    )
+
+
+@dataclass
+class RecordStats:
+    recorded: int = 0
+    kept: int = 0
+    successes: int = 0
+    total_steps: int = 0
+
+
+def record_scripted_demos(
+    env: gym.Env, task: str, episodes: int, out: Path | None, noise_std: float = 0.0, seed: int = 0,
+    keep_failed: bool = False, on_episode: Callable[[int, Episode, bool], None] | None = None,
+) -> tuple[list[Episode], RecordStats]:
+    """Roll out the task's scripted expert ``episodes`` times; write kept ones to ``out`` when given."""
+    from robot_rl.sim import make_expert
+
+    sim_env = env.unwrapped
+    writer = DemoWriter(out, DemoMeta(task=task, contract=sim_env.contract)) if out is not None else None
+    kept: list[Episode] = []
+    stats = RecordStats()
+    for i in range(episodes):
+        expert = make_expert(sim_env, noise_std=noise_std, seed=DEMO_SEED_BASE + seed * 10_000 + i)
+        episode = rollout_episode(env, lambda _obs, e=expert: e.act(sim_env.scene), DEMO_SEED_BASE + seed * 10_000 + i)
+        stats.recorded += 1
+        stats.total_steps += len(episode)
+        stats.successes += episode.success
+        keep = episode.success or keep_failed
+        if keep:
+            kept.append(episode)
+            stats.kept += 1
+            if writer is not None:
+                writer.write(episode)
+        if on_episode is not None:
+            on_episode(i, episode, keep)
+    return kept, stats

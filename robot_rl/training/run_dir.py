@@ -1,0 +1,151 @@
+"""The run folder: resolved config, git state, metrics (CSV + TensorBoard), checkpoints, plots, videos.
+
+    runs/<name>/
+      config.json        the resolved TrainConfig (rebuilds the run exactly)
+      git.json           commit, branch, dirty flag; git.diff holds uncommitted changes
+      metrics.csv        one row per logged event (train episode / eval)
+      tb/                TensorBoard scalars
+      checkpoints/       latest.pt (+ replay), written atomically
+      learning_curve.png eval success vs env steps
+      videos/            evaluation videos (GIF)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robot_rl.utils.config_io import to_jsonable
+
+
+class RunDir:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.checkpoints = self.path / "checkpoints"
+        self.videos = self.path / "videos"
+        self._tb = None
+
+    @staticmethod
+    def default_path(task: str, obs: str) -> Path:
+        return Path("runs") / f"{task.replace('/', '_')}-{obs}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+    def create(self, config: Any) -> None:
+        if (self.path / "config.json").exists():
+            raise FileExistsError(f"run folder {self.path} already holds a run; use --resume {self.path} to continue it")
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+        self.videos.mkdir(exist_ok=True)
+        atomic_write_text(self.path / "config.json", json.dumps(to_jsonable(config), indent=2))
+        self._write_git_state()
+
+    def read_config(self) -> dict[str, Any]:
+        config_file = self.path / "config.json"
+        if not config_file.exists():
+            raise FileNotFoundError(f"{self.path} is not a run folder: no config.json")
+        return json.loads(config_file.read_text())
+
+    def _write_git_state(self) -> None:
+        root = Path(__file__).resolve().parents[2]
+
+        def git(*args: str) -> str:
+            try:
+                out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+                return out.stdout.strip() if out.returncode == 0 else ""
+            except (OSError, subprocess.TimeoutExpired):
+                return ""
+
+        diff = git("diff", "HEAD")
+        state = {"commit": git("rev-parse", "HEAD"), "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+                 "dirty": bool(diff)}
+        atomic_write_text(self.path / "git.json", json.dumps(state, indent=2))
+        if diff:
+            atomic_write_text(self.path / "git.diff", diff + "\n")
+
+    # --- metrics ----------------------------------------------------------------------------------------
+    def log(self, kind: str, step: int, values: dict[str, float]) -> None:
+        """Append ``values`` at env step ``step`` to metrics.csv and TensorBoard under ``kind/``."""
+        row = {"kind": kind, "step": step, "time": round(time.time(), 3), **values}
+        metrics = self.path / "metrics.csv"
+        new = not metrics.exists()
+        with metrics.open("a", newline="") as f:
+            if new:
+                f.write("kind,step,time,key,value\n")
+            writer = csv.writer(f)
+            for key, value in values.items():
+                writer.writerow([kind, step, row["time"], key, value])
+        tb = self._writer()
+        if tb is not None:
+            for key, value in values.items():
+                tb.add_scalar(f"{kind}/{key}", value, step)
+
+    def read_metrics(self, kind: str, key: str) -> tuple[np.ndarray, np.ndarray]:
+        steps, values = [], []
+        metrics = self.path / "metrics.csv"
+        if metrics.exists():
+            with metrics.open() as f:
+                for row in csv.DictReader(f):
+                    if row["kind"] == kind and row["key"] == key:
+                        steps.append(int(row["step"]))
+                        values.append(float(row["value"]))
+        return np.array(steps), np.array(values)
+
+    def _writer(self):
+        if self._tb is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:  # tensorboard missing: CSV still has everything
+                return None
+            self._tb = SummaryWriter(str(self.path / "tb"))
+        return self._tb
+
+    def plot_learning_curve(self) -> Path:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        steps, success = self.read_metrics("eval", "success_rate")
+        lo_steps, lo = self.read_metrics("eval", "success_ci_low")
+        _, hi = self.read_metrics("eval", "success_ci_high")
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        if len(steps):
+            ax.plot(steps, success, marker="o", label="eval success (deterministic)")
+            if len(lo_steps) == len(steps):
+                ax.fill_between(steps, lo, hi, alpha=0.2, label="95% CI")
+        ax.set_xlabel("env steps")
+        ax.set_ylabel("success rate")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right")
+        ax.set_title(self.path.name, fontsize=9)
+        fig.tight_layout()
+        out = self.path / "learning_curve.png"
+        fig.savefig(out, dpi=100)
+        plt.close(fig)
+        return out
+
+    def save_video(self, frames: list[np.ndarray], name: str, fps: float) -> Path | None:
+        if not frames:
+            return None
+        import imageio.v2 as imageio
+
+        out = self.videos / f"{name}.gif"
+        imageio.mimsave(out, [np.asarray(f) for f in frames], duration=1.0 / fps, loop=0)
+        return out
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
