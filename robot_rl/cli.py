@@ -101,11 +101,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = sys.argv[1:] if argv is None else argv
     chosen = tyro.cli(command, args=args or ["train"], prog="robot-rl")  # bare `robot-rl` = the main job
-    if isinstance(chosen, TrainConfig):
-        return _train(chosen)
-    if isinstance(chosen, EvalArgs):
-        return _eval(chosen)
-    return _record_demos(chosen)
+    try:
+        if isinstance(chosen, TrainConfig):
+            return _train(chosen)
+        if isinstance(chosen, EvalArgs):
+            return _eval(chosen)
+        return _record_demos(chosen)
+    except (ValueError, FileExistsError, FileNotFoundError) as err:  # bad input: say what, not a traceback
+        print(f"robot-rl: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

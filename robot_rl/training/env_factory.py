@@ -16,6 +16,14 @@ def is_robot_rl_task(name: str) -> bool:
     return name in TASKS
 
 
+def _known_tasks() -> str:
+    try:
+        from robot_rl.sim import TASKS
+    except ImportError:
+        return "none available: install the sim extra, pip install 'robot_rl[sim]'"
+    return ", ".join(sorted(TASKS))
+
+
 def make_training_env(
     task: str, obs: str = "state", image_size: int = 64, cameras: tuple[str, ...] = ("front", "wrist"),
     render_mode: str | None = None,
@@ -31,8 +39,8 @@ def make_training_env(
         env = gym.make(task, render_mode=render_mode)
     except gym.error.Error as err:
         raise ValueError(
-            f"task {task!r} is neither a robot_rl task nor a registered gymnasium id ({err}). "
-            "robot_rl tasks need the sim extra: pip install 'robot_rl[sim]'"
+            f"task {task!r} is neither a robot_rl task ({_known_tasks()}) nor a registered gymnasium id "
+            f"({err})"
         ) from err
     if not isinstance(env.action_space, gym.spaces.Box):
         raise ValueError(f"task {task!r}: SAC needs a continuous Box action space, got {env.action_space}")

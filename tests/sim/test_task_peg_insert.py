@@ -40,7 +40,9 @@ def test_peg_starts_grasped_and_stays() -> None:
     holes = []
     for seed in range(5):
         obs, info = env.reset(seed=seed)
-        assert not info["is_success"] and obs["state"][STATE_LAYOUT.slice("gripper_opening")][0] < 0.5, "gripper should start closed on the peg"
+        assert not info["is_success"] and obs["state"][STATE_LAYOUT.slice("gripper_opening")][0] < 0.5, (
+            "gripper should start closed on the peg"
+        )
         grip = env.scene.tcp_pos() - env.scene.body_pos(task.peg_body)
         for _ in range(10):
             env.step(np.zeros(ACTION_DIM, np.float32))

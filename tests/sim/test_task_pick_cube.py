@@ -47,7 +47,9 @@ def test_success_needs_lift_and_grasp() -> None:
     # Lifted but not held: floating 10 cm up, away from the hand.
     scene.set_free_body_pose("cube_joint", np.array([0.5, 0.25, task.rest_z + 0.1]))
     scene.forward()
-    assert task.lift(scene) > task.config.lift_height_m and not task.held(scene) and not task.is_success(scene)
+    assert (
+        task.lift(scene) > task.config.lift_height_m and not task.held(scene) and not task.is_success(scene)
+    )
     # Held in the fingers at the start height (~20 cm above the table): lifted and held.
     _hold_cube_in_gripper(env)
     assert task.held(scene) and task.is_success(scene)

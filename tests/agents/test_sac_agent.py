@@ -1,0 +1,206 @@
+"""SACAgent mechanics: UTD loop, targets, acting, pixels, hooks, checkpoints."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from agent_helpers import action_space, make_batch, pixel_space, state_space
+
+from robot_rl.agents.config import SACConfig
+from robot_rl.agents.sac import SACAgent
+from robot_rl.data.batch import Batch
+
+SMALL = SACConfig(hidden_dims=(32, 32), gripper_hidden_dims=(16,), image_latent_dim=16, proprio_latent_dim=8)
+PIXEL = dataclasses.replace(SMALL, cnn_channels=(8, 8, 8, 8), num_critics=2)
+
+
+def sampler(space: gym.spaces.Dict, action_dim: int, seed: int = 0):
+    """A deterministic stream of random batches, counting how often it was called."""
+    calls = [0]
+
+    def sample() -> Batch:
+        calls[0] += 1
+        return make_batch(space, action_dim, batch=8, seed=seed + calls[0])
+
+    return sample, calls
+
+
+def params(module: torch.nn.Module) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def test_update_runs_utd_critic_updates_then_one_actor_update() -> None:
+    agent = SACAgent(dataclasses.replace(SMALL, utd_ratio=3), state_space(5), action_space(3))
+    sample, calls = sampler(state_space(5), 3)
+    metrics = agent.update(sample)
+    assert calls[0] == 3 and agent.num_critic_updates == 3 and agent.num_actor_updates == 1
+    for key in ("critic_loss", "actor_loss", "alpha", "entropy", "q_mean", "q_max", "temperature_loss"):
+        assert isinstance(metrics[key], float) and np.isfinite(metrics[key])
+
+
+def test_polyak_target_update_after_each_critic_step() -> None:
+    cfg = dataclasses.replace(SMALL, tau=0.1, utd_ratio=1)
+    agent = SACAgent(cfg, state_space(5), action_space(3))
+    target_before = params(agent.target_critic)
+    batch = agent.prepare_batch(make_batch(state_space(5), 3))
+    agent.update_critic(batch)
+    for t_old, t_new, online in zip(target_before, agent.target_critic.parameters(), agent.critic.parameters()):
+        torch.testing.assert_close(t_new, t_old + 0.1 * (online.detach() - t_old))
+
+
+def test_actor_update_leaves_critics_and_encoder_alone() -> None:
+    agent = SACAgent(PIXEL, pixel_space(64), action_space(3))
+    critic, encoder = params(agent.critic), params(agent.encoder)
+    actor = params(agent.actor)
+    agent.update_actor(agent.prepare_batch(make_batch(pixel_space(64), 3)))
+    assert all(torch.equal(a, b) for a, b in zip(critic, agent.critic.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(encoder, agent.encoder.parameters()))
+    assert not all(torch.equal(a, b) for a, b in zip(actor, agent.actor.parameters()))
+    assert all(p.grad is None for p in agent.encoder.parameters())
+
+
+def test_pixel_update_trains_the_encoder_through_the_critic() -> None:
+    space = pixel_space(64, cameras=("front", "wrist"))
+    agent = SACAgent(dataclasses.replace(PIXEL, utd_ratio=2), space, action_space(3))
+    encoder = params(agent.encoder)
+    target_encoder = params(agent.target_encoder)
+    sample, _ = sampler(space, 3)
+    metrics = agent.update(sample)
+    assert np.isfinite(metrics["critic_loss"])
+    assert not all(torch.equal(a, b) for a, b in zip(encoder, agent.encoder.parameters()))
+    assert not all(torch.equal(a, b) for a, b in zip(target_encoder, agent.target_encoder.parameters()))
+
+
+def test_update_augments_images_and_applies_batch_transform() -> None:
+    seen: list[Batch] = []
+
+    def transform(batch: Batch) -> Batch:
+        seen.append(batch)
+        return dataclasses.replace(batch, reward=batch.reward + 1.0)
+
+    space = pixel_space(64)
+    agent = SACAgent(PIXEL, space, action_space(3), batch_transform=transform)
+    raw = make_batch(space, 3)
+    prepared = agent.prepare_batch(raw)
+    assert seen and torch.equal(prepared.reward, raw.reward + 1.0)
+    assert not torch.equal(prepared.obs["images/front"], raw.obs["images/front"])
+    assert torch.equal(prepared.obs["state"], raw.obs["state"])
+    plain = SACAgent(dataclasses.replace(PIXEL, image_augmentation=False), space, action_space(3))
+    assert torch.equal(plain.prepare_batch(raw).obs["images/front"], raw.obs["images/front"])
+
+
+def test_act_shapes_bounds_and_determinism() -> None:
+    low, high = np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32)
+    space = gym.spaces.Box(low, high, dtype=np.float32)
+    agent = SACAgent(SMALL, state_space(3), space)
+    obs = {"state": np.array([0.1, -0.2, 0.3], np.float32)}
+    a = agent.act(obs, deterministic=True)
+    assert a.shape == (2,) and a.dtype == np.float32
+    assert np.array_equal(a, agent.act(obs, deterministic=True))
+    samples = np.stack([agent.act(obs) for _ in range(50)])
+    assert (samples >= low).all() and (samples <= high).all() and samples.std(0).min() > 0
+
+
+def test_discrete_gripper_acts_in_minus_one_zero_one() -> None:
+    cfg = dataclasses.replace(SMALL, gripper="discrete", gripper_epsilon=0.5)
+    agent = SACAgent(cfg, state_space(5), action_space(7))
+    obs = {"state": np.zeros(5, np.float32)}
+    greedy = agent.act(obs, deterministic=True)
+    assert greedy.shape == (7,) and greedy[-1] in (-1.0, 0.0, 1.0)
+    grip = {float(agent.act(obs)[-1]) for _ in range(60)}
+    assert grip == {-1.0, 0.0, 1.0}  # epsilon-greedy explores every class
+    assert np.array_equal(agent.act(obs, deterministic=True), greedy)
+
+
+def test_discrete_gripper_needs_seven_dims() -> None:
+    with pytest.raises(ValueError, match="SACConfig.gripper"):
+        SACAgent(dataclasses.replace(SMALL, gripper="discrete"), state_space(5), action_space(4))
+
+
+def test_any_action_dim_and_several_state_keys() -> None:
+    space = gym.spaces.Dict(
+        {"b": gym.spaces.Box(-1, 1, (2,), np.float32), "a": gym.spaces.Box(-1, 1, (3,), np.float32)}
+    )
+    agent = SACAgent(dataclasses.replace(SMALL, utd_ratio=1), space, action_space(1))
+    sample, _ = sampler(space, 1)
+    assert np.isfinite(agent.update(sample)["critic_loss"])
+    assert agent.act({"a": np.zeros(3), "b": np.zeros(2)}).shape == (1,)
+
+
+def test_discrete_gripper_update_trains_the_head() -> None:
+    cfg = dataclasses.replace(SMALL, gripper="discrete", utd_ratio=2)
+    agent = SACAgent(cfg, state_space(5), action_space(7))
+    assert agent.gripper_q is not None
+    head = params(agent.gripper_q)
+    metrics = agent.update(sampler(state_space(5), 7)[0])
+    assert np.isfinite(metrics["gripper_loss"])
+    assert not all(torch.equal(a, b) for a, b in zip(head, agent.gripper_q.parameters()))
+
+
+def roundtrip(state: dict) -> dict:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+@pytest.mark.parametrize("pixels", [False, True])
+def test_checkpoint_round_trip_gives_identical_actions_and_updates(pixels: bool) -> None:
+    space = pixel_space(64) if pixels else state_space(5)
+    cfg = dataclasses.replace(PIXEL if pixels else SMALL, gripper="discrete", utd_ratio=2)
+    agent = SACAgent(cfg, space, action_space(7), seed=1)
+    sample, _ = sampler(space, 7)
+    for _ in range(2):
+        agent.update(sample)
+    saved = roundtrip(agent.state_dict())
+    restored = SACAgent(cfg, space, action_space(7), seed=99)
+    restored.load_state_dict(saved)
+    obs = {k: v[0].numpy() for k, v in make_batch(space, 7, batch=1).obs.items()}
+    for deterministic in (True, False, False):
+        assert np.array_equal(agent.act(obs, deterministic), restored.act(obs, deterministic))
+    sample_a, _ = sampler(space, 7, seed=50)
+    sample_b, _ = sampler(space, 7, seed=50)
+    assert agent.update(sample_a) == restored.update(sample_b)
+    for name, module in agent._modules().items():
+        other = restored._modules()[name].state_dict()
+        assert all(torch.equal(v, other[k]) for k, v in module.state_dict().items()), name
+    assert restored.num_critic_updates == agent.num_critic_updates == 6
+
+
+def test_actor_state_dict_is_enough_to_act() -> None:
+    cfg = dataclasses.replace(SMALL, gripper="discrete", utd_ratio=1)
+    learner = SACAgent(cfg, state_space(5), action_space(7), seed=0)
+    learner.update(sampler(state_space(5), 7)[0])
+    state = roundtrip(learner.actor_state_dict())
+    assert set(state) == {"encoder", "actor", "gripper_q"}
+    actor = SACAgent(cfg, state_space(5), action_space(7), seed=5)
+    actor.load_actor_state_dict(state)
+    obs = {"state": np.linspace(-1, 1, 5, dtype=np.float32)}
+    assert np.array_equal(learner.act(obs, True), actor.act(obs, True))
+
+
+def test_seed_controls_initialisation_without_touching_global_rng() -> None:
+    torch.manual_seed(123)
+    expected = torch.rand(1)
+    torch.manual_seed(123)
+    a = SACAgent(SMALL, state_space(5), action_space(3), seed=7)
+    assert torch.equal(torch.rand(1), expected)
+    b = SACAgent(SMALL, state_space(5), action_space(3), seed=7)
+    c = SACAgent(SMALL, state_space(5), action_space(3), seed=8)
+    assert torch.equal(a.critic.head.weight, b.critic.head.weight)
+    assert not torch.equal(a.critic.head.weight, c.critic.head.weight)
+
+
+def test_gradient_clipping_bounds_the_update() -> None:
+    cfg = dataclasses.replace(SMALL, max_grad_norm=1e-3, utd_ratio=1)
+    agent = SACAgent(cfg, state_space(5), action_space(3))
+    batch = agent.prepare_batch(make_batch(state_space(5), 3))
+    batch.reward = batch.reward * 1e3
+    agent.update_critic(batch)
+    norm = torch.nn.utils.get_total_norm([p.grad for p in agent.critic.parameters()])
+    assert norm <= 1e-3 * 1.01

@@ -1,0 +1,84 @@
+"""Smoke runs of every ``robot-rl`` subcommand with tiny budgets (real processes of the real code)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_rl.cli import main
+from robot_rl.data.demos import load_demos
+from robot_rl.training.loop import Trainer, load_agent, load_run_config
+
+TINY = ["--agent.hidden-dims", "32", "32", "--agent.num-critics", "2", "--agent.utd-ratio", "1",
+        "--batch-size", "32", "--learning-starts", "50", "--eval-episodes", "2", "--torch-threads", "1",
+        "--no-progress"]
+
+
+def test_record_demos(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "demos"
+    assert main(["record-demos", "--task", "reach", "--episodes", "3", "--out", str(out)]) == 0
+    episodes = load_demos(out)
+    assert len(episodes) == 3 and all(e.success for e in episodes)
+    assert "recorded 3" in capsys.readouterr().out
+
+
+def test_record_demos_pixels(tmp_path: Path) -> None:
+    out = tmp_path / "demos"
+    main(["record-demos", "--task", "reach", "--episodes", "1", "--obs", "pixels", "--out", str(out)])
+    (episode,) = load_demos(out)
+    assert episode.observations["images/front"].dtype == np.uint8
+
+
+def test_train_eval_resume(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    args = ["train", "--task", "reach", "--total-env-steps", "120", "--eval-every", "100",
+            "--scripted-demos", "2", "--run-dir", str(run), *TINY]
+    assert main(args) == 0
+    for name in ("config.json", "git.json", "metrics.csv", "learning_curve.png", "checkpoints/latest.pt"):
+        assert (run / name).exists(), name
+    assert list((run / "tb").iterdir()), "no TensorBoard events"
+    assert json.loads((run / "config.json").read_text())["task"] == "reach"
+    assert load_run_config(run).total_env_steps == 120
+
+    assert main(["eval", str(run), "--episodes", "2"]) == 0
+    assert "success" in capsys.readouterr().out
+
+    trainer = Trainer(load_run_config(run).__class__(resume=run, total_env_steps=160, progress=False))
+    assert trainer.env_steps == 120 and len(trainer.replay) > 0
+    trainer.run()
+    assert load_agent(run)[0] is not None
+    assert Trainer(load_run_config(run).__class__(resume=run, total_env_steps=160, progress=False)).env_steps == 160
+
+
+def test_train_pixels_writes_video(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    main(["train", "--task", "reach", "--obs", "pixels", "--image-size", "64", "--cameras", "wrist",
+          "--total-env-steps", "60", "--eval-every", "60", "--scripted-demos", "1", "--run-dir", str(run), *TINY])
+    assert list((run / "videos").glob("*.gif"))
+
+
+def test_train_gymnasium_env(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert main(["train", "--task", "Pendulum-v1", "--total-env-steps", "80", "--eval-every", "80",
+                 "--run-dir", str(run), *TINY]) == 0
+
+
+def test_existing_run_folder_is_not_overwritten(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    args = ["train", "--task", "reach", "--total-env-steps", "20", "--eval-every", "20",
+            "--scripted-demos", "0", "--run-dir", str(run), *TINY]
+    main(args)
+    assert main(args) == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+def test_bad_flags_are_named(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "--total-env-steps", "0", "--run-dir", str(tmp_path / "x")])
+    assert "total_env_steps" in capsys.readouterr().err
+    assert main(["train", "--task", "no_such_task", "--run-dir", str(tmp_path / "y"), *TINY]) == 2
+    err = capsys.readouterr().err
+    assert "no_such_task" in err and "pick_cube" in err

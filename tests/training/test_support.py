@@ -1,0 +1,56 @@
+"""Config round trips, confidence intervals, observation wrappers."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from robot_rl.envs.wrappers import DictObservation
+from robot_rl.training.config import TrainConfig
+from robot_rl.training.evaluate import wilson_interval
+from robot_rl.utils.config_io import from_jsonable, to_jsonable
+
+
+def test_train_config_round_trip() -> None:
+    from robot_rl.agents.config import SACConfig
+
+    cfg = TrainConfig(task="reach", agent=SACConfig(num_critics=2, hidden_dims=(64, 64)))
+    assert from_jsonable(TrainConfig, to_jsonable(cfg)) == cfg
+
+
+def test_unknown_config_key_is_named() -> None:
+    data = to_jsonable(TrainConfig())
+    data["agent"]["num_critic"] = 3
+    with pytest.raises(ValueError, match=r"config\.agent.*num_critic"):
+        from_jsonable(TrainConfig, data)
+
+
+def test_wilson_interval() -> None:
+    lo, hi = wilson_interval(0, 20)
+    assert lo == 0.0 and 0.1 < hi < 0.2
+    lo, hi = wilson_interval(20, 20)
+    assert hi == 1.0 and 0.8 < lo < 0.9
+    lo, hi = wilson_interval(9, 10)
+    assert lo < 0.9 < hi
+
+
+def test_dict_observation_wraps_box_and_nested_dict() -> None:
+    env = DictObservation(gym.make("Pendulum-v1"))
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {"state"} and obs["state"].dtype == np.float32 and obs["state"].shape == (3,)
+
+    class Nested(gym.Env):
+        observation_space = gym.spaces.Dict({
+            "robot": gym.spaces.Dict({"q": gym.spaces.Box(-1, 1, (2, 2))}),
+            "images": gym.spaces.Dict({"cam": gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)}),
+        })
+        action_space = gym.spaces.Box(-1, 1, (1,))
+
+        def reset(self, *, seed=None, options=None):
+            return self.observation_space.sample(), {}
+
+    wrapped = DictObservation(Nested())
+    obs, _ = wrapped.reset()
+    assert set(obs) == {"robot/q", "images/cam"}
+    assert obs["robot/q"].shape == (4,) and obs["images/cam"].dtype == np.uint8
