@@ -156,7 +156,8 @@ def build_scene_xml(
   </default>
   <asset>
     <texture name="grid" type="2d" builtin="checker" rgb1="0.55 0.45 0.35" rgb2="0.5 0.4 0.3" width="64" height="64"/>
-    <material name="table" texture="grid" texrepeat="6 6"/>
+    <!-- 11 checker cells across y, one centred on y = 0, so the table is mirror-symmetric in y -->
+    <material name="table" texture="grid" texrepeat="6 5.5"/>
     {task_assets}
   </asset>
   <worldbody>

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 
 from robot_rl.envs.geometry import matrix_to_quat, quat_to_matrix, rotvec_to_matrix
@@ -39,6 +40,9 @@ class DomainRandomizer:
             scale = rng.uniform(*c.mass_scale, size=len(self.object_bodies))
             m.body_mass[self.object_bodies] = self.nominal_mass[self.object_bodies] * scale
             m.body_inertia[self.object_bodies] = self.nominal_inertia[self.object_bodies] * scale[:, None]
+            # Refresh the constants derived from masses (body_invweight0 sets contact softness): stale ones
+            # made light boxes spin up and diverge in contact. Uses data as scratch; the env resets it next.
+            mujoco.mj_setConst(m, self.scene.data)
         if c.joint_damping_scale is not None:
             m.dof_damping[:] = self.nominal_damping * rng.uniform(*c.joint_damping_scale)
         if c.actuator_gain_scale is not None:
