@@ -40,6 +40,11 @@ class RecordDemosArgs:
 
 
 def _train(config) -> int:
+    if config.actors > 0:
+        _setup_logging()
+        from robot_rl.distributed.launch import train_distributed
+
+        return train_distributed(config)
     from robot_rl.training.loop import Trainer
 
     trainer = Trainer(config)
@@ -51,14 +56,60 @@ def _train(config) -> int:
     return 0
 
 
+def _setup_logging() -> None:
+    import logging
+
+    fmt = "%(asctime)s %(levelname)s %(message)s"
+    logging.basicConfig(level=logging.INFO, format=fmt, datefmt="%H:%M:%S")
+
+
+def _learner(config) -> int:
+    import signal
+
+    _setup_logging()
+    from robot_rl.distributed.learner import Learner
+
+    learner = Learner(config)
+    signal.signal(signal.SIGTERM, lambda *_: learner.stop())
+    port = learner.start()
+    print(f"run folder: {learner.run_dir.path}\nlistening on {config.link.host}:{port}", flush=True)
+    try:
+        result = learner.run()
+    except KeyboardInterrupt:
+        result = None
+    finally:
+        learner.close()
+    if result is not None:
+        print(f"final eval: {result.summary()}")
+    return 0
+
+
+def _actor(config) -> int:
+    import json
+
+    _setup_logging()
+    from robot_rl.distributed.actor import Actor
+    from robot_rl.distributed.client import LinkRefused
+
+    try:
+        summary = Actor(config).run()
+    except LinkRefused as err:
+        print(f"robot-rl actor: error: {err}", file=sys.stderr)
+        return 3
+    except TimeoutError as err:
+        print(f"robot-rl actor: error: {err}", file=sys.stderr)
+        return 4
+    print("actor summary: " + json.dumps(summary), flush=True)
+    return 0
+
+
 def _eval(args: EvalArgs) -> int:
-    from robot_rl.training.env_factory import make_training_env
+    from robot_rl.training.env_factory import make_env_from_config
     from robot_rl.training.evaluate import evaluate
     from robot_rl.training.loop import load_agent
 
     agent, cfg = load_agent(args.run, args.device)
-    env = make_training_env(cfg.task, cfg.obs, cfg.image_size, cfg.cameras,
-                            render_mode="rgb_array" if args.video else None)
+    env = make_env_from_config(cfg, render_mode="rgb_array" if args.video else None)
     frames: list | None = [] if args.video else None
     result = evaluate(lambda o: agent.act(o, deterministic=True), env, args.episodes, frames=frames)
     print(f"{cfg.task} ({cfg.obs}): {result.summary()}")
@@ -92,12 +143,17 @@ def _record_demos(args: RecordDemosArgs) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from robot_rl.distributed.config import ActorConfig, LearnerConfig
     from robot_rl.training.config import TrainConfig
 
     command = (
         Annotated[TrainConfig, tyro.conf.subcommand("train", description="Train SAC/RLPD on a task.")]
         | Annotated[EvalArgs, tyro.conf.subcommand("eval")]
         | Annotated[RecordDemosArgs, tyro.conf.subcommand("record-demos")]
+        | Annotated[LearnerConfig, tyro.conf.subcommand(
+            "learner", description="Learner of the actor/learner split (serves actors over gRPC).")]
+        | Annotated[ActorConfig, tyro.conf.subcommand(
+            "actor", description="Actor of the actor/learner split (control loop; streams to a learner).")]
     )
     args = sys.argv[1:] if argv is None else argv
     chosen = tyro.cli(command, args=args or ["train"], prog="robot-rl")  # bare `robot-rl` = the main job
@@ -106,8 +162,12 @@ def main(argv: list[str] | None = None) -> int:
             return _train(chosen)
         if isinstance(chosen, EvalArgs):
             return _eval(chosen)
+        if isinstance(chosen, LearnerConfig):
+            return _learner(chosen)
+        if isinstance(chosen, ActorConfig):
+            return _actor(chosen)
         return _record_demos(chosen)
-    except (ValueError, FileExistsError, FileNotFoundError) as err:  # bad input: say what, not a traceback
+    except (ValueError, FileExistsError, FileNotFoundError, ImportError) as err:  # say what, no traceback
         print(f"robot-rl: error: {err}", file=sys.stderr)
         return 2
 

@@ -75,6 +75,8 @@ class SACConfig:
     """``Batch.extras`` key added to the reward in the gripper head's TD target (0 if absent)."""
 
     # --- observations ---------------------------------------------------------------------------------------
+    normalize_observations: bool = True
+    """Normalise non-image observations by running mean / std (updated from sampled batches)."""
     image_encoder: Literal["cnn", "resnet18"] = "cnn"
     """Per-camera backbone: a small CNN trained from scratch, or ResNet-18 from ``resnet_weights_path``."""
     resnet_weights_path: str | None = None

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -164,6 +165,55 @@ class CameraEncoder(nn.Module):
         return torch.tanh(self.proj(self.pool(x)))
 
 
+def _drop_frozen(module: ObservationEncoder, state: dict[str, Any], prefix: str, meta: Any) -> None:
+    for key in module._frozen_keys:
+        state.pop(prefix + key, None)
+
+
+def _fill_frozen(module: ObservationEncoder, state: dict[str, Any], prefix: str, *args: Any) -> None:
+    for key, value in module._frozen_state().items():
+        state.setdefault(prefix + key, value)
+
+
+class RunningNorm(nn.Module):
+    """Running per-feature mean / std of the non-image observation (parallel Welford merge of batches),
+    applied as ``clip((x - mean) / max(std, min_std))``. Identity until the first ``update``.
+
+    Positions in metres, forces in newtons and goal offsets of a few centimetres differ by orders of
+    magnitude; without this the actor barely sees a 3 cm goal offset. Statistics are buffers, so they are
+    checkpointed and shipped to actors with the policy weights.
+    """
+
+    def __init__(self, dim: int, min_std: float = 1e-2, clip: float = 10.0) -> None:
+        super().__init__()
+        self.min_std, self.clip = min_std, clip
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("mean", torch.zeros(dim, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Merge the statistics of a batch x [B, dim]."""
+        x = x.detach().to(torch.float64)
+        n = float(x.shape[0])
+        if n == 0:
+            return
+        batch_mean, batch_var = x.mean(0), x.var(0, unbiased=False)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        if self.count == 0:
+            self.mean.copy_(batch_mean)
+            self.var.copy_(batch_var)
+        else:
+            self.mean.add_(delta * (n / total))
+            self.var.copy_((self.var * self.count + batch_var * n + delta.square() * self.count * n / total) / total)
+        self.count.copy_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        std = self.var.sqrt().clamp_min(self.min_std).to(x.dtype)
+        return ((x - self.mean.to(x.dtype)) / std).clamp(-self.clip, self.clip)
+
+
 class ObservationEncoder(nn.Module):
     """Observation dict -> features [B, out_dim] (see module docstring); ``frozen_modules`` may be shared."""
 
@@ -175,6 +225,7 @@ class ObservationEncoder(nn.Module):
         self.cameras = nn.ModuleDict()
         self.proprio: nn.Module | None = None
         self._frozen: list[nn.Module] = []
+        self.normalizer = RunningNorm(self.state_dim) if config.normalize_observations and self.state_dim else None
         if not self.image_keys:
             self.out_dim = self.state_dim
             return
@@ -194,10 +245,22 @@ class ObservationEncoder(nn.Module):
                 backbone = SmallCNN(config.cnn_channels, config.cnn_strides)
             self.cameras[self._name(key)] = CameraEncoder(backbone, shared is not None, h, w, config)
         self.out_dim = len(self.image_keys) * config.image_latent_dim
+        # The frozen backbone is rebuilt from its weights file: keep it out of checkpoints and actor weights.
+        self._frozen_keys = list(self._frozen_state())
+        self.register_state_dict_post_hook(_drop_frozen)
+        self.register_load_state_dict_pre_hook(_fill_frozen)
         if self.state_dim:
             d = config.proprio_latent_dim
             self.proprio = nn.Sequential(nn.Linear(self.state_dim, d), nn.LayerNorm(d), nn.Tanh())
             self.out_dim += d
+
+    def _frozen_state(self) -> dict[str, torch.Tensor]:
+        return {
+            f"cameras.{name}.backbone.{key}": value
+            for name, cam in self.cameras.items()
+            if cam.frozen
+            for key, value in cam.backbone.state_dict().items()
+        }
 
     @staticmethod
     def _name(key: str) -> str:
@@ -212,6 +275,19 @@ class ObservationEncoder(nn.Module):
         """Modules never trained (frozen pretrained backbone); target copies may share them."""
         return list(self._frozen)
 
+    def shared_modules(self) -> list[nn.Module]:
+        """Modules the target encoder shares with this one instead of copying (frozen backbone, normaliser)."""
+        return self.frozen_modules() + ([self.normalizer] if self.normalizer is not None else [])
+
+    def update_normalizer(self, obs: dict[str, torch.Tensor]) -> None:
+        if self.normalizer is not None:
+            self.normalizer.update(self.flatten_state(obs))
+
+    def proprio_input(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Flattened non-image observation, normalised when enabled: float32 [B, state_dim]."""
+        x = self.flatten_state(obs)
+        return x if self.normalizer is None else self.normalizer(x)
+
     def flatten_state(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Non-image keys in sorted order, each flattened: -> float32 [B, state_dim]."""
         parts = [obs[k].reshape(obs[k].shape[0], -1).float() for k in self.state_keys]
@@ -220,8 +296,8 @@ class ObservationEncoder(nn.Module):
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """obs: ``{key: [B, ...]}`` (images uint8 [B, H, W, 3]) -> float32 [B, out_dim]."""
         if not self.image_keys:
-            return self.flatten_state(obs)
+            return self.proprio_input(obs)
         feats = [self.cameras[self._name(k)](obs[k]) for k in self.image_keys]
         if self.proprio is not None:
-            feats.append(self.proprio(self.flatten_state(obs)))
+            feats.append(self.proprio(self.proprio_input(obs)))
         return feats[0] if len(feats) == 1 else torch.cat(feats, dim=-1)

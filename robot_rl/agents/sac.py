@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -110,7 +111,7 @@ class SACAgent:
             if self.discrete_gripper:
                 dims, norm = c.gripper_hidden_dims, c.critic_layer_norm
                 self.gripper_q = mlp(feat, dims, GRIPPER_CLASSES, norm, c.activation)
-        shared = {id(m): m for m in self.encoder.frozen_modules()}  # frozen backbone: one copy for both
+        shared = {id(m): m for m in self.encoder.shared_modules()}  # one copy for online and target
         self.target_encoder = copy.deepcopy(self.encoder, memo=dict(shared)).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.target_gripper_q = copy.deepcopy(self.gripper_q)
@@ -129,7 +130,9 @@ class SACAgent:
         self.critic_optimizer = _adam([*encoder_params, *self.critic.parameters()], c.critic_lr)
         self.actor_optimizer = _adam(self.actor.parameters(), c.actor_lr)
         self.temperature_optimizer = _adam([self.log_alpha], c.temperature_lr)
-        self.gripper_optimizer = _adam(self.gripper_q.parameters(), c.gripper_lr) if self.gripper_q else None
+        self.gripper_optimizer: torch.optim.Optimizer | None = None
+        if self.gripper_q is not None:
+            self.gripper_optimizer = _adam(self.gripper_q.parameters(), c.gripper_lr)
 
         online, target = [self.encoder, self.critic], [self.target_encoder, self.target_critic]
         if self.gripper_q is not None and self.target_gripper_q is not None:
@@ -151,27 +154,26 @@ class SACAgent:
 
     # ------------------------------------------------------------------------------------------- helpers
     def _modules(self) -> dict[str, nn.Module]:
+        """Every network by checkpoint name (the gripper heads only with ``gripper='discrete'``)."""
         mods = {
             "encoder": self.encoder,
             "actor": self.actor,
             "critic": self.critic,
             "target_encoder": self.target_encoder,
             "target_critic": self.target_critic,
+            "gripper_q": self.gripper_q,
+            "target_gripper_q": self.target_gripper_q,
         }
-        if self.gripper_q is not None and self.target_gripper_q is not None:
-            mods["gripper_q"] = self.gripper_q
-            mods["target_gripper_q"] = self.target_gripper_q
-        return mods
+        return {name: m for name, m in mods.items() if m is not None}
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        opts: dict[str, torch.optim.Optimizer] = {
+        opts = {
             "critic": self.critic_optimizer,
             "actor": self.actor_optimizer,
             "temperature": self.temperature_optimizer,
+            "gripper": self.gripper_optimizer,
         }
-        if self.gripper_optimizer is not None:
-            opts["gripper"] = self.gripper_optimizer
-        return opts
+        return {name: o for name, o in opts.items() if o is not None}
 
     def _set_training(self, mode: bool) -> None:
         if self._training is not mode:
@@ -259,7 +261,8 @@ class SACAgent:
             return reward + batch.discount * next_q
 
     def gripper_loss(self, batch: Batch, features: Features | None = None) -> tuple[torch.Tensor, Metrics]:
-        """MSE of Q_grip(s, class(a_gripper)) to the double-DQN target."""
+        """MSE of Q_grip(s, class(a_gripper)) to the double-DQN target; like the critic loss (and as in
+        HIL-SERL) its gradient also trains the shared encoder."""
         assert self.gripper_q is not None
         f = self.encode_batch(batch) if features is None else features
         target = self.gripper_td_target(batch, f)
@@ -330,8 +333,10 @@ class SACAgent:
         self._set_training(True)
         metrics: Metrics = {}
         batch = None
-        for _ in range(self.config.utd_ratio):
+        for i in range(self.config.utd_ratio):
             batch = self.prepare_batch(sample_fn())
+            if i == 0:
+                self.encoder.update_normalizer(batch.obs)
             metrics = self.update_critic(batch)
         assert batch is not None
         metrics.update(self.update_actor(batch))
@@ -377,8 +382,14 @@ class SACAgent:
             opt.load_state_dict(state["optimizers"][name])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
-        self.generator.set_state(state["rng"]["update"])
-        self.act_generator.set_state(state["rng"]["act"])
+        for gen, key in ((self.generator, "update"), (self.act_generator, "act")):
+            try:
+                gen.set_state(state["rng"][key])
+            except RuntimeError:  # saved on another device type (CPU <-> CUDA): reseed deterministically
+                warnings.warn(
+                    f"SACAgent: {key} RNG state is from another device type; reseeding", stacklevel=2
+                )
+                gen.manual_seed(int(state["counters"]["critic_updates"]) + (key == "act"))
         self.num_critic_updates = int(state["counters"]["critic_updates"])
         self.num_actor_updates = int(state["counters"]["actor_updates"])
 

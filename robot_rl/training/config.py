@@ -19,6 +19,8 @@ class TrainConfig:
     image_size: int = 64
     """Camera image side (px) in pixel mode."""
     cameras: tuple[str, ...] = ("front", "wrist")
+    dense_reward: bool = False
+    """Add the task's weighted shaping terms to the sparse success reward (robot_rl tasks)."""
     demos: Path | None = None
     """Folder of recorded demos (``robot-rl record-demos``). Without it, ``scripted_demos`` are recorded."""
     scripted_demos: int = 10
@@ -47,6 +49,9 @@ class TrainConfig:
     """Evaluation video: ``auto`` records for pixel runs."""
     progress: bool = True
     """Show a progress bar."""
+    actors: int = 0
+    """0: one process. N > 0: one learner plus N local sim actor processes over loopback gRPC (needs the
+    ``dist`` extra; see docs/distributed.md)."""
     agent: SACConfig = field(default_factory=SACConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
 
@@ -54,7 +59,7 @@ class TrainConfig:
         for name in ("total_env_steps", "batch_size", "eval_every", "eval_episodes", "checkpoint_every"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"TrainConfig.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("learning_starts", "random_steps", "scripted_demos", "torch_threads"):
+        for name in ("learning_starts", "random_steps", "scripted_demos", "torch_threads", "actors"):
             if getattr(self, name) < 0:
                 raise ValueError(f"TrainConfig.{name} must be >= 0, got {getattr(self, name)}")
         if self.demo_noise < 0:

@@ -18,7 +18,7 @@ from robot_rl.data.demos import load_demos
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler
 from robot_rl.training.config import TrainConfig
-from robot_rl.training.env_factory import is_robot_rl_task, make_training_env
+from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.record import record_scripted_demos
 from robot_rl.training.run_dir import RunDir
@@ -48,12 +48,10 @@ class Trainer:
         torch.set_num_threads(max(1, cfg.torch_threads))
         torch.manual_seed(cfg.seed)
         self.run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.task, cfg.obs))
-        self.env = make_training_env(cfg.task, cfg.obs, cfg.image_size, cfg.cameras)
+        self.env = make_env_from_config(cfg)
         want_video = cfg.video == "on" or (cfg.video == "auto" and cfg.obs == "pixels")
         self.record_video = want_video and is_robot_rl_task(cfg.task)
-        self.eval_env = make_training_env(
-            cfg.task, cfg.obs, cfg.image_size, cfg.cameras, render_mode="rgb_array" if self.record_video else None
-        )
+        self.eval_env = make_env_from_config(cfg, render_mode="rgb_array" if self.record_video else None)
         space, action_dim = self.env.observation_space, self.env.action_space.shape[0]
         self.agent = SACAgent(cfg.agent, space, self.env.action_space, device=cfg.device, seed=cfg.seed)
         self.replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed)
@@ -216,7 +214,7 @@ def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, 
     ckpt = path if path.is_file() else path / "checkpoints" / CHECKPOINT
     run = ckpt.parent.parent
     cfg = load_run_config(run)
-    env = make_training_env(cfg.task, cfg.obs, cfg.image_size, cfg.cameras)
+    env = make_env_from_config(cfg)
     agent = SACAgent(cfg.agent, env.observation_space, env.action_space, device=device, seed=cfg.seed)
     env.close()
     if not ckpt.exists():

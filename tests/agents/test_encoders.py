@@ -46,7 +46,7 @@ def test_cnn_encoder_from_scratch(size: int, pooling: str) -> None:
 def test_missing_resnet_weights_name_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "resnet18.pt"
     config = SACConfig(image_encoder="resnet18", resnet_weights_path=str(missing))
-    with pytest.raises(FileNotFoundError, match="nowhere/resnet18.pt"):
+    with pytest.raises(FileNotFoundError, match=r"nowhere/resnet18\.pt"):
         ObservationEncoder(pixel_space(64), config)
 
 
@@ -71,3 +71,16 @@ def test_resnet_loads_a_local_torchvision_layout_state_dict(tmp_path: Path) -> N
     assert feats.shape == (2, 2 * 16 + 64)
     feats.sum().backward()
     assert backbone.conv1.weight.grad is None
+
+
+def test_frozen_backbone_stays_out_of_state_dicts(tmp_path: Path) -> None:
+    path = tmp_path / "resnet18.pt"
+    torch.save(ResNet18().state_dict(), path)
+    config = SACConfig(image_encoder="resnet18", resnet_weights_path=str(path), image_latent_dim=16)
+    enc = ObservationEncoder(pixel_space(64), config)
+    state = enc.state_dict()
+    assert state and not any(".backbone." in key for key in state)  # rebuilt from the weights file
+    other = ObservationEncoder(pixel_space(64), config)
+    other.load_state_dict(state)  # strict: the frozen keys are filled in
+    obs = random_obs(pixel_space(64), 2, torch.Generator().manual_seed(0))
+    assert torch.equal(enc(obs), other(obs))

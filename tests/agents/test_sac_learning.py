@@ -85,12 +85,12 @@ def test_sac_learns_point_reaching() -> None:
         action = env.action_space.sample() if step < 200 else agent.act(obs)
         next_obs, reward, terminated, truncated = env.step(action)
         obs_buf[size], act_buf[size], rew_buf[size] = obs["state"], action, reward
-        next_buf[size], disc_buf[size] = next_obs["state"], 0.0 if terminated else gamma  # truncation bootstraps
+        next_buf[size] = next_obs["state"]
+        disc_buf[size] = 0.0 if terminated else gamma  # time-limit truncation keeps bootstrapping
         size += 1
         obs = env.reset() if terminated or truncated else next_obs
         if step >= 200:
             agent.update(sample)
     after = evaluate(agent, starts)
-    # A policy heading straight for the origin scores about -1.7; standing still about -7.5.
-    print(before, after)
-    assert after > -2.5 and after > before + 2.0, (before, after)
+    # Heading straight for the origin scores about -0.9; the untrained policy about -8 (seeds 0-3 checked).
+    assert after > -1.5 and after > before + 4.0, (before, after)
