@@ -50,9 +50,17 @@ def run_sb3(cfg: TrainConfig) -> list[tuple[int, float]]:
                 curve.append((self.num_timesteps, result.success_rate))
             return True
 
-    model = SAC("MultiInputPolicy", env, batch_size=cfg.batch_size, learning_starts=cfg.learning_starts,
-                gradient_steps=cfg.agent.utd_ratio, policy_kwargs={"net_arch": list(cfg.agent.hidden_dims)},
-                seed=cfg.seed, verbose=0, device="cpu")
+    model = SAC(
+        "MultiInputPolicy",
+        env,
+        batch_size=cfg.batch_size,
+        learning_starts=cfg.learning_starts,
+        gradient_steps=cfg.agent.utd_ratio,
+        policy_kwargs={"net_arch": list(cfg.agent.hidden_dims)},
+        seed=cfg.seed,
+        verbose=0,
+        device="cpu",
+    )
     model.learn(total_timesteps=cfg.total_env_steps, callback=EvalEvery())
     return curve
 
@@ -68,8 +76,12 @@ def main() -> None:
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--budget", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--methods", nargs="+", default=["ours", "ours_no_demos", "sb3"],
-                        choices=["ours", "ours_no_demos", "sb3"])
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=["ours", "ours_no_demos", "sb3"],
+        choices=["ours", "ours_no_demos", "sb3"],
+    )
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--eval-every", type=int, default=1000)
     parser.add_argument("--eval-episodes", type=int, default=20)
@@ -84,22 +96,35 @@ def main() -> None:
     for method in args.methods:
         for seed in args.seeds:
             cfg = TrainConfig(
-                task=args.task, obs=args.obs, image_size=args.image_size, total_env_steps=args.budget,
-                eval_every=args.eval_every, eval_episodes=args.eval_episodes, seed=seed, progress=False,
-                scripted_demos=0 if method != "ours" else args.demos, video="off",
+                task=args.task,
+                obs=args.obs,
+                image_size=args.image_size,
+                total_env_steps=args.budget,
+                eval_every=args.eval_every,
+                eval_episodes=args.eval_episodes,
+                seed=seed,
+                progress=False,
+                scripted_demos=0 if method != "ours" else args.demos,
+                video="off",
                 run_dir=args.out / f"{stamp}-{args.task}-{args.obs}-{method}-s{seed}",
                 agent=dataclasses.replace(SACConfig(), utd_ratio=args.utd, num_critics=args.num_critics),
             )
             start = time.time()
             curve = run_sb3(cfg) if method == "sb3" else run_ours(cfg)
-            row = {"seed": seed, "curve": curve, "steps_to_threshold": steps_to(curve, args.threshold),
-                   "final_success": curve[-1][1] if curve else None, "wall_s": round(time.time() - start)}
+            row = {
+                "seed": seed,
+                "curve": curve,
+                "steps_to_threshold": steps_to(curve, args.threshold),
+                "final_success": curve[-1][1] if curve else None,
+                "wall_s": round(time.time() - start),
+            }
             results.setdefault(method, []).append(row)
             print(method, json.dumps({k: v for k, v in row.items() if k != "curve"}), flush=True)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stamp}-{args.task}-{args.obs}.json").write_text(json.dumps(vars(args) | {"results": results},
-                                                                              default=str, indent=1))
+    (args.out / f"{stamp}-{args.task}-{args.obs}.json").write_text(
+        json.dumps(vars(args) | {"results": results}, default=str, indent=1)
+    )
     pct = f"{args.threshold:.0%}"
     print(f"\n| method | steps to {pct} per seed | median | final success per seed | wall time |")
     print("|---|---|---|---|---|")
@@ -116,7 +141,9 @@ def main() -> None:
         for other in ("sb3", "ours_no_demos"):
             if other in medians:
                 ratio = medians[other] / medians["ours"]
-                bound = "" if np.isfinite(ratio) else f" (>= {args.budget / medians['ours']:.1f}x: not reached)"
+                bound = (
+                    "" if np.isfinite(ratio) else f" (>= {args.budget / medians['ours']:.1f}x: not reached)"
+                )
                 print(f"steps-to-{pct} ratio {other} / ours: {ratio:.1f}x{bound}")
 
 

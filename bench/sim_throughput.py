@@ -14,10 +14,10 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
 
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
+import mujoco
+import numpy as np
 
-from robot_rl.sim import TASKS, make_env, make_expert  # noqa: E402
+from robot_rl.sim import TASKS, make_env, make_expert
 
 
 def time_env(task: str, steps: int, **overrides) -> tuple[float, object]:
@@ -62,9 +62,13 @@ def main() -> None:
             per_step, env = time_env(task, steps, obs_mode=mode, image_size=args.image_size)
             substeps = env.cfg.substeps
             raw = np.median([time_raw(env, substeps * 200) for _ in range(3)])
-            rows.append((task, mode, 1.0 / per_step, 1.0 / (raw * substeps), per_step / (raw * substeps) - 1.0))
+            rows.append(
+                (task, mode, 1.0 / per_step, 1.0 / (raw * substeps), per_step / (raw * substeps) - 1.0)
+            )
             env.close()
-    print(f"| task | obs | env steps/s | raw mj_step control steps/s | overhead vs raw | (images {args.image_size}px)")
+    print(
+        f"| task | obs | env steps/s | raw mj_step control steps/s | overhead vs raw | (images {args.image_size}px)"
+    )
     print("|---|---|---|---|---|")
     for task, mode, env_sps, raw_sps, overhead in rows:
         print(f"| {task} | {mode} | {env_sps:,.0f} | {raw_sps:,.0f} | {overhead * 100:+.0f}% |")

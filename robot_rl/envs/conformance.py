@@ -25,7 +25,9 @@ def check_conformance(env: gym.Env, steps: int = 20, seed: int = 0) -> None:
     assert isinstance(contract, ContractSpec), "env.unwrapped.contract must be a ContractSpec"
     space = env.observation_space
     assert isinstance(space, gym.spaces.Dict), f"observation_space must be a Dict, got {type(space).__name__}"
-    assert space == contract.observation_space(), "observation_space differs from contract.observation_space()"
+    assert space == contract.observation_space(), (
+        "observation_space differs from contract.observation_space()"
+    )
     assert space["state"].shape == (STATE_DIM,), f"state must be [{STATE_DIM}]"
     for key, sub in space.spaces.items():
         if is_image_key(key):
@@ -33,7 +35,9 @@ def check_conformance(env: gym.Env, steps: int = 20, seed: int = 0) -> None:
         else:
             assert sub.dtype == np.float32, f"{key}: float32"
     act = env.action_space
-    assert isinstance(act, gym.spaces.Box) and act.shape == (ACTION_DIM,), f"action_space must be Box[{ACTION_DIM}]"
+    assert isinstance(act, gym.spaces.Box) and act.shape == (ACTION_DIM,), (
+        f"action_space must be Box[{ACTION_DIM}]"
+    )
     assert np.all(act.low == -1.0) and np.all(act.high == 1.0), "action bounds must be [-1, 1]"
 
     obs, info = env.reset(seed=seed)

@@ -173,12 +173,16 @@ class ContractSpec:
         return ContractSpec(cameras=cams, privileged_layout=priv, **rest)  # type: ignore[arg-type]
 
 
-def check_observation(obs: Mapping[str, np.ndarray], space: gym.spaces.Dict, source: str = "observation") -> None:
+def check_observation(
+    obs: Mapping[str, np.ndarray], space: gym.spaces.Dict, source: str = "observation"
+) -> None:
     """Raise ``ValueError`` naming the key and the source when ``obs`` breaks ``space``."""
     missing = set(space.spaces) - set(obs)
     extra = set(obs) - set(space.spaces)
     if missing or extra:
-        raise ValueError(f"{source}: keys differ from the spec (missing {sorted(missing)}, extra {sorted(extra)})")
+        raise ValueError(
+            f"{source}: keys differ from the spec (missing {sorted(missing)}, extra {sorted(extra)})"
+        )
     for key, sub in space.spaces.items():
         value = np.asarray(obs[key])
         if value.shape != sub.shape or value.dtype != sub.dtype:

@@ -8,7 +8,7 @@ import os
 # Headless rendering by default; must be set before mujoco is first imported.
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from robot_rl.sim.registry import TASKS, make_env, make_expert, register_gymnasium_envs  # noqa: E402
+from robot_rl.sim.registry import TASKS, make_env, make_expert, register_gymnasium_envs
 
 register_gymnasium_envs()
 

@@ -46,7 +46,9 @@ class RandomizationConfig:
             if getattr(self, name) < 0:
                 raise ValueError(f"RandomizationConfig.{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.action_latency_steps <= 10:
-            raise ValueError(f"RandomizationConfig.action_latency_steps must be in [0, 10], got {self.action_latency_steps}")
+            raise ValueError(
+                f"RandomizationConfig.action_latency_steps must be in [0, 10], got {self.action_latency_steps}"
+            )
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,9 @@ class ArmEnvConfig:
             raise ValueError(f"ArmEnvConfig.image_size must be in [64, 256], got {self.image_size}")
         unknown = set(self.cameras) - {"front", "wrist"}
         if unknown or not self.cameras:
-            raise ValueError(f"ArmEnvConfig.cameras must be a non-empty subset of ('front', 'wrist'), got {self.cameras}")
+            raise ValueError(
+                f"ArmEnvConfig.cameras must be a non-empty subset of ('front', 'wrist'), got {self.cameras}"
+            )
         if not 1 <= self.control_hz <= 100:
             raise ValueError(f"ArmEnvConfig.control_hz must be in [1, 100] Hz, got {self.control_hz}")
         if not 1e-4 <= self.physics_dt_s <= 0.01:

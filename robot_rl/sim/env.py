@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -38,7 +38,7 @@ class ArmEnv(gym.Env):
     measured TCP (reference limiting, bounding contact forces). Physics then runs ``substeps`` steps.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
     def __init__(self, task: Task, render_mode: str | None = None) -> None:
         self.task = task
@@ -86,14 +86,17 @@ class ArmEnv(gym.Env):
         scene.step(SETTLE_STEPS)
         self.task.reset(scene, rng)
         scene.forward()
-        self._gripper_open = scene.data.ctrl[scene.gripper_actuator] > 0.5 * scene.model.actuator_ctrlrange[
-            scene.gripper_actuator, 1
-        ]
+        self._gripper_open = (
+            scene.data.ctrl[scene.gripper_actuator]
+            > 0.5 * scene.model.actuator_ctrlrange[scene.gripper_actuator, 1]
+        )
         scene.step(SETTLE_STEPS // 3)
         self._target_pos, self._target_mat = scene.tcp_pos(), scene.tcp_mat()
         scene.set_target(self._target_pos, self._target_mat)
         scene.tare_wrench()
-        self._latency = deque(np.zeros(ACTION_DIM, np.float32) for _ in range(self.cfg.randomization.action_latency_steps))
+        self._latency = deque(
+            np.zeros(ACTION_DIM, np.float32) for _ in range(self.cfg.randomization.action_latency_steps)
+        )
         self._steps = 0
         return self._observation(), self._info(safety_clipped=False, success=self.task.is_success(scene))
 
@@ -133,7 +136,11 @@ class ArmEnv(gym.Env):
         """Move the impedance target by ``a``; return True if the workspace/tilt safety clip acted."""
         cfg, scene = self.cfg, self.scene
         pos = self._target_pos + a[:3] * cfg.max_step_m
-        mat = rotvec_to_matrix(a[3:6] * cfg.max_step_rad) @ self._target_mat if a[3:6].any() else self._target_mat
+        mat = (
+            rotvec_to_matrix(a[3:6] * cfg.max_step_rad) @ self._target_mat
+            if a[3:6].any()
+            else self._target_mat
+        )
         safe_pos = np.minimum(np.maximum(pos, self._ws_low), self._ws_high)
         safe_mat, tilted = _limit_tilt(mat, cfg.max_tilt_rad)
         clipped = tilted or bool((safe_pos != pos).any())

@@ -29,7 +29,9 @@ class DomainRandomizer:
         self.object_bodies = np.array(
             [b for b in range(m.nbody) if m.body_jntnum[b] and m.jnt_type[m.body_jntadr[b]] == 0], dtype=int
         )
-        self.impedance_actuators = np.array([m.actuator(f"imp_{a}").id for a in ("x", "y", "z", "rx", "ry", "rz")])
+        self.impedance_actuators = np.array(
+            [m.actuator(f"imp_{a}").id for a in ("x", "y", "z", "rx", "ry", "rz")]
+        )
         self.fixed_cameras = np.array([c for c in range(m.ncam) if m.cam_bodyid[c] == 0], dtype=int)
 
     def apply(self, rng: np.random.Generator) -> None:

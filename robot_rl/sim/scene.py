@@ -16,9 +16,9 @@ class ArmScene:
         task_worldbody: str = "",
         task_assets: str = "",
         timestep_s: float = 0.002,
-        gains: ImpedanceGains = ImpedanceGains(),
+        gains: ImpedanceGains | None = None,
     ) -> None:
-        xml = build_scene_xml(task_worldbody, task_assets, timestep_s, gains)
+        xml = build_scene_xml(task_worldbody, task_assets, timestep_s, gains or ImpedanceGains())
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         m = self.model

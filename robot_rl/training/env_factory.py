@@ -25,15 +25,25 @@ def _known_tasks() -> str:
 
 
 def make_training_env(
-    task: str, obs: str = "state", image_size: int = 64, cameras: tuple[str, ...] = ("front", "wrist"),
-    render_mode: str | None = None, dense_reward: bool = False,
+    task: str,
+    obs: str = "state",
+    image_size: int = 64,
+    cameras: tuple[str, ...] = ("front", "wrist"),
+    render_mode: str | None = None,
+    dense_reward: bool = False,
 ) -> gym.Env:
     """``task`` is a robot_rl task name or a gymnasium id; the result emits flat dict observations."""
     if is_robot_rl_task(task):
         from robot_rl.sim import make_env
 
-        return make_env(task, obs_mode=obs, image_size=image_size, cameras=cameras, render_mode=render_mode,
-                        dense_reward=dense_reward)
+        return make_env(
+            task,
+            obs_mode=obs,
+            image_size=image_size,
+            cameras=cameras,
+            render_mode=render_mode,
+            dense_reward=dense_reward,
+        )
     if obs != "state" or dense_reward:
         raise ValueError(f"obs={obs!r} / dense_reward apply to robot_rl tasks only; {task!r} brings its own")
     try:
@@ -53,5 +63,11 @@ def make_training_env(
 
 def make_env_from_config(config, render_mode: str | None = None) -> gym.Env:
     """The env a ``TrainConfig`` describes (training, evaluation and ``robot-rl eval`` build it the same way)."""
-    return make_training_env(config.task, config.obs, config.image_size, config.cameras,
-                             render_mode=render_mode, dense_reward=config.dense_reward)
+    return make_training_env(
+        config.task,
+        config.obs,
+        config.image_size,
+        config.cameras,
+        render_mode=render_mode,
+        dense_reward=config.dense_reward,
+    )

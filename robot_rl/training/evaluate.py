@@ -52,8 +52,12 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 
 
 def evaluate(
-    policy: Policy, env: gym.Env, episodes: int, seed_base: int = EVAL_SEED_BASE,
-    frames: list[np.ndarray] | None = None, record_episodes: int = 1,
+    policy: Policy,
+    env: gym.Env,
+    episodes: int,
+    seed_base: int = EVAL_SEED_BASE,
+    frames: list[np.ndarray] | None = None,
+    record_episodes: int = 1,
 ) -> EvalResult:
     """Run ``episodes`` episodes with seeds ``seed_base + i``; append rendered frames of the first
     ``record_episodes`` to ``frames`` when given (env must have ``render_mode="rgb_array"``)."""

@@ -41,7 +41,10 @@ class Trainer:
             saved = load_run_config(resume_dir)
             # The run's own config wins; only the budget and cosmetic flags may change on resume.
             config = dataclasses.replace(
-                saved, resume=resume_dir, run_dir=resume_dir, total_env_steps=config.total_env_steps,
+                saved,
+                resume=resume_dir,
+                run_dir=resume_dir,
+                total_env_steps=config.total_env_steps,
                 progress=config.progress,
             )
         self.config = cfg = config
@@ -78,7 +81,9 @@ class Trainer:
             episodes, stats = record_scripted_demos(
                 self.env, cfg.task, cfg.scripted_demos, out, noise_std=cfg.demo_noise, seed=cfg.seed
             )
-            source = f"{stats.kept} scripted expert demos ({stats.successes}/{stats.recorded} succeeded) -> {out}"
+            source = (
+                f"{stats.kept} scripted expert demos ({stats.successes}/{stats.recorded} succeeded) -> {out}"
+            )
         else:
             episodes, source = [], "none"
         for episode in episodes:
@@ -94,8 +99,14 @@ class Trainer:
         obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
         episode_return, episode_length = 0.0, 0
         interactive = sys.stderr.isatty()  # in logs and CI, redraw rarely instead of flooding the file
-        bar = tqdm(total=cfg.total_env_steps, initial=self.env_steps, disable=not cfg.progress,
-                   dynamic_ncols=True, unit="step", mininterval=0.5 if interactive else 30.0)
+        bar = tqdm(
+            total=cfg.total_env_steps,
+            initial=self.env_steps,
+            disable=not cfg.progress,
+            dynamic_ncols=True,
+            unit="step",
+            mininterval=0.5 if interactive else 30.0,
+        )
         update_time, updates_at_start = 0.0, self.updates
         checkpoint_due = False
         while self.env_steps < cfg.total_env_steps:
@@ -105,8 +116,10 @@ class Trainer:
                 action = self.agent.act(obs, deterministic=False)
             next_obs, reward, terminated, truncated, info = env.step(action)
             executed = info["intervention_action"] if info.get("intervention") else action
-            extras = {"intervention": bool(info.get("intervention", False)),
-                      "grasp_penalty": float(info.get("grasp_penalty", 0.0))}
+            extras = {
+                "intervention": bool(info.get("intervention", False)),
+                "grasp_penalty": float(info.get("grasp_penalty", 0.0)),
+            }
             self.replay.add(obs, executed, float(reward), next_obs, terminated, truncated, extras)
             obs = next_obs
             self.env_steps += 1
@@ -130,8 +143,11 @@ class Trainer:
             if terminated or truncated:
                 self.episodes += 1
                 success = bool(info.get("is_success", False))
-                self.run_dir.log("episode", self.env_steps, {"return": episode_return, "length": episode_length,
-                                                              "success": float(success)})
+                self.run_dir.log(
+                    "episode",
+                    self.env_steps,
+                    {"return": episode_return, "length": episode_length, "success": float(success)},
+                )
                 obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
                 episode_return, episode_length = 0.0, 0
                 if checkpoint_due:  # only at episode boundaries: no half episode is ever persisted
@@ -152,14 +168,26 @@ class Trainer:
     def _evaluate(self) -> None:
         cfg = self.config
         frames: list[np.ndarray] | None = [] if self.record_video else None
-        result = evaluate(lambda o: self.agent.act(o, deterministic=True), self.eval_env, cfg.eval_episodes,
-                          EVAL_SEED_BASE, frames=frames)
+        result = evaluate(
+            lambda o: self.agent.act(o, deterministic=True),
+            self.eval_env,
+            cfg.eval_episodes,
+            EVAL_SEED_BASE,
+            frames=frames,
+        )
         self.last_eval = result
         lo, hi = result.ci95
-        self.run_dir.log("eval", self.env_steps, {
-            "success_rate": result.success_rate, "success_ci_low": lo, "success_ci_high": hi,
-            "return": result.mean_return, "length": result.mean_length,
-        })
+        self.run_dir.log(
+            "eval",
+            self.env_steps,
+            {
+                "success_rate": result.success_rate,
+                "success_ci_low": lo,
+                "success_ci_high": hi,
+                "return": result.mean_return,
+                "length": result.mean_length,
+            },
+        )
         if frames:
             self.run_dir.save_video(frames, f"eval_{self.env_steps:07d}", fps=self._fps())
         self.run_dir.plot_learning_curve()
@@ -205,7 +233,9 @@ class Trainer:
         self._rng.bit_generator.state = state["numpy_rng"]
         self.replay.load(ckpt_dir / "replay.npz")
         self.demo_replay.load(ckpt_dir / "demo_replay.npz")
-        self._log_line(f"resumed {self.run_dir.path} at {self.env_steps} env steps, {len(self.replay)} transitions")
+        self._log_line(
+            f"resumed {self.run_dir.path} at {self.env_steps} env steps, {len(self.replay)} transitions"
+        )
 
 
 def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, TrainConfig]:
@@ -221,4 +251,3 @@ def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, 
         raise FileNotFoundError(f"no checkpoint at {ckpt}")
     agent.load_state_dict(torch.load(ckpt, map_location=device, weights_only=False)["agent"])
     return agent, cfg
-

@@ -51,8 +51,14 @@ class RecordStats:
 
 
 def record_scripted_demos(
-    env: gym.Env, task: str, episodes: int, out: Path | None, noise_std: float = 0.0, seed: int = 0,
-    keep_failed: bool = False, on_episode: Callable[[int, Episode, bool], None] | None = None,
+    env: gym.Env,
+    task: str,
+    episodes: int,
+    out: Path | None,
+    noise_std: float = 0.0,
+    seed: int = 0,
+    keep_failed: bool = False,
+    on_episode: Callable[[int, Episode, bool], None] | None = None,
 ) -> tuple[list[Episode], RecordStats]:
     """Roll out the task's scripted expert ``episodes`` times; write kept ones to ``out`` when given."""
     from robot_rl.sim import make_expert
@@ -63,7 +69,9 @@ def record_scripted_demos(
     stats = RecordStats()
     for i in range(episodes):
         expert = make_expert(sim_env, noise_std=noise_std, seed=DEMO_SEED_BASE + seed * 10_000 + i)
-        episode = rollout_episode(env, lambda _obs, e=expert: e.act(sim_env.scene), DEMO_SEED_BASE + seed * 10_000 + i)
+        episode = rollout_episode(
+            env, lambda _obs, e=expert: e.act(sim_env.scene), DEMO_SEED_BASE + seed * 10_000 + i
+        )
         stats.recorded += 1
         stats.total_steps += len(episode)
         stats.successes += episode.success

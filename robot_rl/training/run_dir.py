@@ -1,13 +1,13 @@
 """The run folder: resolved config, git state, metrics (CSV + TensorBoard), checkpoints, plots, videos.
 
-    runs/<name>/
-      config.json        the resolved TrainConfig (rebuilds the run exactly)
-      git.json           commit, branch, dirty flag; git.diff holds uncommitted changes
-      metrics.csv        one row per logged event (train episode / eval)
-      tb/                TensorBoard scalars
-      checkpoints/       latest.pt (+ replay), written atomically
-      learning_curve.png eval success vs env steps
-      videos/            evaluation videos (GIF)
+runs/<name>/
+  config.json        the resolved TrainConfig (rebuilds the run exactly)
+  git.json           commit, branch, dirty flag; git.diff holds uncommitted changes
+  metrics.csv        one row per logged event (train episode / eval)
+  tb/                TensorBoard scalars
+  checkpoints/       latest.pt (+ replay), written atomically
+  learning_curve.png eval success vs env steps
+  videos/            evaluation videos (GIF)
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ class RunDir:
 
     def create(self, config: Any) -> None:
         if (self.path / "config.json").exists():
-            raise FileExistsError(f"run folder {self.path} already holds a run; use --resume {self.path} to continue it")
+            raise FileExistsError(
+                f"run folder {self.path} already holds a run; use --resume {self.path} to continue it"
+            )
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         self.videos.mkdir(exist_ok=True)
         atomic_write_text(self.path / "config.json", json.dumps(to_jsonable(config), indent=2))
@@ -61,8 +63,11 @@ class RunDir:
                 return ""
 
         diff = git("diff", "HEAD")
-        state = {"commit": git("rev-parse", "HEAD"), "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
-                 "dirty": bool(diff)}
+        state = {
+            "commit": git("rev-parse", "HEAD"),
+            "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+            "dirty": bool(diff),
+        }
         atomic_write_text(self.path / "git.json", json.dumps(state, indent=2))
         if diff:
             atomic_write_text(self.path / "git.diff", diff + "\n")

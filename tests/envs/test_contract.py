@@ -34,7 +34,9 @@ def test_layout_rejects_duplicates() -> None:
 
 
 def test_spec_round_trip_and_spaces() -> None:
-    spec = ContractSpec(cameras=(CameraSpec("front", 64, 64),), privileged_layout=(Field("cube_pos", 3, "m"),))
+    spec = ContractSpec(
+        cameras=(CameraSpec("front", 64, 64),), privileged_layout=(Field("cube_pos", 3, "m"),)
+    )
     assert ContractSpec.from_dict(spec.to_dict()) == spec
     space = spec.observation_space()
     assert set(space.spaces) == {"state", "privileged", "images/front"}

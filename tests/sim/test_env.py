@@ -32,7 +32,9 @@ def test_every_task_resets_and_steps(task: str, obs_mode: str) -> None:
         assert set(obs) == {"state", image_key("front"), image_key("wrist")}
         assert obs[image_key("front")].std() > 5, "front camera image is blank"
     else:
-        assert "privileged" in obs and obs["privileged"].size == sum(f.size for f in env.task.privileged_layout)
+        assert "privileged" in obs and obs["privileged"].size == sum(
+            f.size for f in env.task.privileged_layout
+        )
     env.close()
 
 
@@ -102,7 +104,7 @@ def test_tilt_is_limited() -> None:
     roll = np.zeros(ACTION_DIM, np.float32)
     roll[3] = 1.0
     for _ in range(30):
-        obs, *_ = env.step(roll)
+        env.step(roll)
     z_axis = env.scene.tcp_mat()[:, 2]
     tilt = np.arccos(np.clip(-z_axis[2], -1, 1))
     assert tilt <= env.cfg.max_tilt_rad + 0.05
@@ -142,7 +144,9 @@ def test_action_moves_tcp_by_max_step() -> None:
 
 # --- domain randomisation: each hook changes what it claims to change ---------------------------------
 def _env_with(**kwargs) -> object:
-    cfg = dataclasses.replace(TASKS["reach"].config(), env=ArmEnvConfig(randomization=RandomizationConfig(**kwargs)))
+    cfg = dataclasses.replace(
+        TASKS["reach"].config(), env=ArmEnvConfig(randomization=RandomizationConfig(**kwargs))
+    )
     return make_env("reach", config=cfg)
 
 
@@ -174,9 +178,14 @@ def test_randomization_hook_changes_model(kwargs, read) -> None:
 
 
 def test_mass_randomization_changes_object_masses() -> None:
-    cfg = dataclasses.replace(
-        TASKS["pick_cube"].config(), env=ArmEnvConfig(randomization=RandomizationConfig(mass_scale=(2.0, 3.0)))
-    ) if "pick_cube" in TASKS else None
+    cfg = (
+        dataclasses.replace(
+            TASKS["pick_cube"].config(),
+            env=ArmEnvConfig(randomization=RandomizationConfig(mass_scale=(2.0, 3.0))),
+        )
+        if "pick_cube" in TASKS
+        else None
+    )
     if cfg is None:
         pytest.skip("pick_cube not registered")
     env = make_env("pick_cube", config=cfg)
@@ -210,7 +219,7 @@ def test_action_latency_delays_motion() -> None:
 
 # --- errors name the bad field -------------------------------------------------------------------------
 def test_unknown_task_is_named() -> None:
-    with pytest.raises(ValueError, match="'pick_cubez'.*registered tasks"):
+    with pytest.raises(ValueError, match=r"'pick_cubez'.*registered tasks"):
         make_env("pick_cubez")
 
 

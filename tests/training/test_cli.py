@@ -12,9 +12,24 @@ from robot_rl.cli import main
 from robot_rl.data.demos import load_demos
 from robot_rl.training.loop import Trainer, load_agent, load_run_config
 
-TINY = ["--agent.hidden-dims", "32", "32", "--agent.num-critics", "2", "--agent.utd-ratio", "1",
-        "--batch-size", "32", "--learning-starts", "50", "--eval-episodes", "2", "--torch-threads", "1",
-        "--no-progress"]
+TINY = [
+    "--agent.hidden-dims",
+    "32",
+    "32",
+    "--agent.num-critics",
+    "2",
+    "--agent.utd-ratio",
+    "1",
+    "--batch-size",
+    "32",
+    "--learning-starts",
+    "50",
+    "--eval-episodes",
+    "2",
+    "--torch-threads",
+    "1",
+    "--no-progress",
+]
 
 
 def test_record_demos(tmp_path: Path, capsys) -> None:
@@ -34,8 +49,20 @@ def test_record_demos_pixels(tmp_path: Path) -> None:
 
 def test_train_eval_resume(tmp_path: Path, capsys) -> None:
     run = tmp_path / "run"
-    args = ["train", "--task", "reach", "--total-env-steps", "120", "--eval-every", "100",
-            "--scripted-demos", "2", "--run-dir", str(run), *TINY]
+    args = [
+        "train",
+        "--task",
+        "reach",
+        "--total-env-steps",
+        "120",
+        "--eval-every",
+        "100",
+        "--scripted-demos",
+        "2",
+        "--run-dir",
+        str(run),
+        *TINY,
+    ]
     assert main(args) == 0
     for name in ("config.json", "git.json", "metrics.csv", "learning_curve.png", "checkpoints/latest.pt"):
         assert (run / name).exists(), name
@@ -50,26 +77,76 @@ def test_train_eval_resume(tmp_path: Path, capsys) -> None:
     assert trainer.env_steps == 120 and len(trainer.replay) > 0
     trainer.run()
     assert load_agent(run)[0] is not None
-    assert Trainer(load_run_config(run).__class__(resume=run, total_env_steps=160, progress=False)).env_steps == 160
+    assert (
+        Trainer(load_run_config(run).__class__(resume=run, total_env_steps=160, progress=False)).env_steps
+        == 160
+    )
 
 
 def test_train_pixels_writes_video(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    main(["train", "--task", "reach", "--obs", "pixels", "--image-size", "64", "--cameras", "wrist",
-          "--total-env-steps", "60", "--eval-every", "60", "--scripted-demos", "1", "--run-dir", str(run), *TINY])
+    main(
+        [
+            "train",
+            "--task",
+            "reach",
+            "--obs",
+            "pixels",
+            "--image-size",
+            "64",
+            "--cameras",
+            "wrist",
+            "--total-env-steps",
+            "60",
+            "--eval-every",
+            "60",
+            "--scripted-demos",
+            "1",
+            "--run-dir",
+            str(run),
+            *TINY,
+        ]
+    )
     assert list((run / "videos").glob("*.gif"))
 
 
 def test_train_gymnasium_env(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    assert main(["train", "--task", "Pendulum-v1", "--total-env-steps", "80", "--eval-every", "80",
-                 "--run-dir", str(run), *TINY]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "Pendulum-v1",
+                "--total-env-steps",
+                "80",
+                "--eval-every",
+                "80",
+                "--run-dir",
+                str(run),
+                *TINY,
+            ]
+        )
+        == 0
+    )
 
 
 def test_existing_run_folder_is_not_overwritten(tmp_path: Path, capsys) -> None:
     run = tmp_path / "run"
-    args = ["train", "--task", "reach", "--total-env-steps", "20", "--eval-every", "20",
-            "--scripted-demos", "0", "--run-dir", str(run), *TINY]
+    args = [
+        "train",
+        "--task",
+        "reach",
+        "--total-env-steps",
+        "20",
+        "--eval-every",
+        "20",
+        "--scripted-demos",
+        "0",
+        "--run-dir",
+        str(run),
+        *TINY,
+    ]
     main(args)
     assert main(args) == 2
     assert "--resume" in capsys.readouterr().err

@@ -41,10 +41,12 @@ def test_dict_observation_wraps_box_and_nested_dict() -> None:
     assert set(obs) == {"state"} and obs["state"].dtype == np.float32 and obs["state"].shape == (3,)
 
     class Nested(gym.Env):
-        observation_space = gym.spaces.Dict({
-            "robot": gym.spaces.Dict({"q": gym.spaces.Box(-1, 1, (2, 2))}),
-            "images": gym.spaces.Dict({"cam": gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)}),
-        })
+        observation_space = gym.spaces.Dict(
+            {
+                "robot": gym.spaces.Dict({"q": gym.spaces.Box(-1, 1, (2, 2))}),
+                "images": gym.spaces.Dict({"cam": gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)}),
+            }
+        )
         action_space = gym.spaces.Box(-1, 1, (1,))
 
         def reset(self, *, seed=None, options=None):

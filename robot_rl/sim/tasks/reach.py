@@ -23,7 +23,9 @@ class ReachConfig(TaskConfig):
 
     def __post_init__(self) -> None:
         if any(lo > hi for lo, hi in zip(self.goal_low, self.goal_high)):
-            raise ValueError(f"ReachConfig.goal_low must be <= goal_high, got {self.goal_low} / {self.goal_high}")
+            raise ValueError(
+                f"ReachConfig.goal_low must be <= goal_high, got {self.goal_low} / {self.goal_high}"
+            )
         if self.success_radius_m <= 0:
             raise ValueError(f"ReachConfig.success_radius_m must be > 0, got {self.success_radius_m}")
 
