@@ -1,0 +1,317 @@
+"""ROS 2 figures over real DDS (loopback, Fast DDS from the Kilted wheels): control-loop latency, a soak,
+camera throughput. Needs rclpy and the installed package (``pip install ./ros2_ws/src/robot_rl_ros``).
+
+    python bench/ros_latency.py latency [--hz 10] [--seconds 30] [--driver-hz 250]
+    python bench/ros_latency.py soak [--minutes 10] [--hz 100]
+    python bench/ros_latency.py cameras [--seconds 20] [--size 128]
+
+latency: this process is the driver stack (``current_pose`` + ``joint_states`` at ``--driver-hz``, crisp's
+    ``target_pose`` in); the robot_bridge and policy_actor nodes run as processes, the actor with an untrained
+    SAC state policy (256x256 MLP) at ``--hz``. Observation -> command latency is, per control step, the time
+    from the driver's pose stamp to the arrival of the command it caused back at the driver: the bridge's
+    echo gives obs stamp -> command sent; the driver's receipt gives command sent -> received. Missed
+    cycles are steps that overran their period.
+soak: the latency setup for ``--minutes``; resident memory (RSS) of bridge and actor is sampled every 10 s,
+    and growth is reported from the first sample after warm-up, with the latency figures of the run.
+cameras: this process publishes two ``--size``^2 rgb8 cameras at 30 Hz (reliable, like realsense); two
+    camera_bridge processes forward them to ``rl/images/*``; counts frames in and out, and the latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.append(str(REPO / "ros2_ws" / "src" / "robot_rl_ros"))
+
+
+def _env(domain: int) -> dict[str, str]:
+    from robot_rl_ros.specs import ENVIRONMENT
+
+    env = dict(os.environ, **ENVIRONMENT, ROS_DOMAIN_ID=str(domain), PYTHONUNBUFFERED="1",
+               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    env["AMENT_PREFIX_PATH"] = os.pathsep.join(p for p in (sys.prefix, env.get("AMENT_PREFIX_PATH")) if p)
+    return env
+
+
+def _start(spec: str, domain: int, log_dir: Path, name: str | None = None, **overrides) -> subprocess.Popen:
+    from robot_rl_ros.specs import SPECS, share_dir
+
+    argv = SPECS[spec].argv(share_dir(), "/bench", name, overrides)
+    log = open(log_dir / f"{name or spec}.log", "w")  # noqa: SIM115 - lives as long as the process
+    return subprocess.Popen(argv, env=_env(domain), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _node(domain: int, name: str):
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from robot_rl_ros.specs import ENVIRONMENT
+
+    os.environ.update(ENVIRONMENT, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    context = Context()
+    rclpy.init(context=context, domain_id=domain)
+    node = Node(name, namespace="/bench", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    return node, executor, context
+
+
+def _percentiles(values_ms: list[float]) -> str:
+    a = np.asarray(values_ms)
+    if a.size == 0:
+        return "no samples"
+    p50, p99 = np.percentile(a, [50, 99])
+    return f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {a.max():.1f} ms (n={a.size})"
+
+
+class Driver:
+    """A driver stack: PoseStamped + JointState at ``hz``; records target_pose arrivals by command stamp."""
+
+    def __init__(self, node, hz: float) -> None:
+        from geometry_msgs.msg import PoseStamped
+        from rclpy.qos import QoSProfile
+        from sensor_msgs.msg import JointState
+
+        from robot_rl.ros.messages import from_stamp, pose_from_msg, pose_msg
+
+        self.node, self.pose_msg, self.JointState = node, pose_msg, JointState
+        self.position, self.rotation = np.array([0.5, 0.0, 0.3]), np.diag([1.0, -1.0, -1.0])
+        self.arrivals: dict[float, float] = {}
+        self.pose_pub = node.create_publisher(PoseStamped, "current_pose", QoSProfile(depth=10))
+        self.joint_pub = node.create_publisher(JointState, "joint_states", QoSProfile(depth=10))
+
+        def on_target(msg) -> None:
+            self.arrivals[round(from_stamp(msg.header.stamp), 6)] = time.time()
+            pose = pose_from_msg(msg)
+            if pose is not None:  # an ideal controller: the arm is where it was told to be
+                self.position, self.rotation = pose
+
+        node.create_subscription(PoseStamped, "target_pose", on_target, QoSProfile(depth=100))  # keep all
+        node.create_timer(1.0 / hz, self.publish)
+
+    def publish(self) -> None:
+        stamp = self.node.get_clock().now().to_msg()
+        js = self.JointState(name=[f"fr3_joint{i}" for i in range(1, 8)], position=[0.0] * 7)
+        js.header.stamp = stamp
+        self.joint_pub.publish(js)
+        self.pose_pub.publish(self.pose_msg(self.position, self.rotation, "base", stamp))
+
+
+def _arm_config(directory: Path, hz: float) -> str:
+    import yaml
+
+    data = yaml.safe_load((REPO / "hardware_configs/arms/sim_panda.yaml").read_text())
+    arm = data["arm"]
+    arm.update(control_hz=hz, reset_services=[], gripper={"backend": "none"})
+    arm["command"]["publish_hz"] = max(50.0, 4 * hz)
+    arm["safety"]["max_step_m"] = min(0.02, 0.2 / hz)  # same TCP speed at every rate
+    path = directory / f"bench_{int(hz)}hz.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> dict:
+    """Driver here, bridge + actor as processes, for ``seconds``; returns the figures."""
+    from sensor_msgs.msg import JointState
+
+    from robot_rl.ros import names
+    from robot_rl.ros.messages import from_stamp
+    from robot_rl.ros.qos import EVENTS
+
+    tmp = Path(tempfile.mkdtemp(prefix="ros_latency_"))
+    cfg = _arm_config(tmp, args.hz)
+    node, executor, context = _node(args.domain, "bench_driver")
+    driver = Driver(node, args.driver_hz)
+    echoes: list[tuple[float, float]] = []  # (obs stamp, command stamp)
+
+    def on_echo(msg) -> None:
+        e = dict(zip(msg.name, msg.position))
+        if np.isfinite(e.get("command_stamp", np.nan)):
+            echoes.append((from_stamp(msg.header.stamp), e["command_stamp"]))
+
+    node.create_subscription(JointState, names.EXECUTED_ACTION, on_echo, EVENTS)
+    stats_path = tmp / "actor_stats.json"
+    bridge = _start("robot_bridge", args.domain, tmp, hardware_config=cfg, state_hz=1000.0)
+    actor = _start("policy_actor", args.domain, tmp, **{
+        "env.hardware_config": cfg, "env.reward": False, "env.max_episode_steps": 1_000_000,
+        "actor.policy": "network", "actor.stats_path": str(stats_path)})
+    procs = [bridge, actor]
+    rss: dict[str, list[tuple[float, float]]] = {"robot_bridge": [], "policy_actor": []}
+    try:
+        deadline = time.monotonic() + 60
+        while not echoes and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not echoes:
+            raise RuntimeError(f"no control loop within 60 s; logs in {tmp}")
+        time.sleep(2.0)  # warm-up
+        echoes.clear()
+        start = time.monotonic()
+        next_sample = start
+        while time.monotonic() - start < seconds:
+            if time.monotonic() >= next_sample:
+                for key, proc in (("robot_bridge", bridge), ("policy_actor", actor)):
+                    rss[key].append((time.monotonic() - start, _rss_mb(proc.pid)))
+                next_sample += 10.0
+                if soak:
+                    elapsed = time.monotonic() - start
+                    print(f"  {elapsed / 60:5.1f} min: bridge {rss['robot_bridge'][-1][1]:.1f} MB, "
+                          f"actor {rss['policy_actor'][-1][1]:.1f} MB, {len(echoes)} steps", flush=True)
+            time.sleep(0.2)
+        window = list(echoes)
+    finally:
+        _stop(procs)
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        import rclpy
+
+        rclpy.try_shutdown(context=context)
+    actor_stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
+    to_bridge = [(c - o) * 1e3 for o, c in window]
+    total = [(driver.arrivals[round(c, 6)] - o) * 1e3 for o, c in window if round(c, 6) in driver.arrivals]
+    expected = seconds * args.hz
+    return {"hz": args.hz, "steps": len(window), "expected_steps": expected,
+            "missed_cycles": actor_stats.get("missed_cycles"), "actor_steps": actor_stats.get("steps"),
+            "stale_steps": actor_stats.get("stale_steps"), "actor_alive": actor.returncode in (None, 0, -15),
+            "policy_ms_p50": actor_stats.get("policy_ms_p50"), "to_bridge_ms": to_bridge, "total_ms": total,
+            "rss": rss, "logs": str(tmp)}
+
+
+def cmd_latency(args: argparse.Namespace) -> None:
+    r = run_loop(args, args.seconds)
+    print(f"control loop at {args.hz:g} Hz, driver at {args.driver_hz:g} Hz, {args.seconds:g} s "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs):")
+    print(f"  observation -> command received by the driver: {_percentiles(r['total_ms'])}")
+    print(f"  observation -> command sent by the bridge:     {_percentiles(r['to_bridge_ms'])}")
+    print(f"  steps {r['steps']} of {r['expected_steps']:.0f} expected; missed cycles (whole run) "
+          f"{r['missed_cycles']} of {r['actor_steps']}; policy forward p50 {r['policy_ms_p50']:.2f} ms")
+
+
+def cmd_soak(args: argparse.Namespace) -> None:
+    args.seconds = args.minutes * 60
+    r = run_loop(args, args.seconds, soak=True)
+    print(f"soak: {args.minutes:g} min at {args.hz:g} Hz, {r['steps']} steps of {r['expected_steps']:.0f}, "
+          f"missed cycles {r['missed_cycles']}, stale-observation steps {r['stale_steps']} "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    print(f"  observation -> command received by the driver: {_percentiles(r['total_ms'])}")
+    if not r["actor_alive"]:
+        print(f"  the actor exited before the end: see {r['logs']}/policy_actor.log")
+    for key, samples in r["rss"].items():
+        samples = [x for x in samples if np.isfinite(x[1])]
+        if len(samples) >= 2:
+            (t0, m0), (t1, m1) = samples[0], samples[-1]
+            rate = (m1 - m0) / max(t1 - t0, 1e-9) * 3600
+            print(f"  {key} RSS {m0:.1f} -> {m1:.1f} MB over {(t1 - t0) / 60:.1f} min ({rate:+.1f} MB/h)")
+
+
+def cmd_cameras(args: argparse.Namespace) -> None:
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import Image
+
+    from robot_rl.ros.messages import from_stamp, image_msg
+    from robot_rl.ros.qos import SENSOR
+
+    tmp = Path(tempfile.mkdtemp(prefix="ros_cameras_"))
+    node, executor, context = _node(args.domain, "bench_cameras")
+    cams = ("front", "wrist")
+    pubs = {c: node.create_publisher(Image, f"/bench/camera/{c}/color/image_raw", QoSProfile(depth=10))
+            for c in cams}
+    got: dict[str, list[float]] = {c: [] for c in cams}
+    for c in cams:
+        def on_image(m, c=c) -> None:
+            got[c].append((time.time() - from_stamp(m.header.stamp)) * 1e3)
+
+        node.create_subscription(Image, f"/bench/rl/images/{c}", on_image, SENSOR)
+    procs = [_start("camera_bridge", args.domain, tmp, name=f"camera_bridge_{c}", camera_config=f"sim_{c}")
+             for c in cams]
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 255, (args.size, args.size, 3), dtype=np.uint8) for _ in range(4)]
+    try:
+        def send(i: int) -> None:
+            stamp = node.get_clock().now().to_msg()
+            for c in cams:
+                pubs[c].publish(image_msg(frames[i % 4], stamp, f"{c}_optical_frame"))
+
+        deadline = time.monotonic() + 60
+        while not all(got.values()) and time.monotonic() < deadline:
+            send(0)
+            time.sleep(1 / 30)
+        time.sleep(0.5)
+        for c in cams:
+            got[c].clear()
+        n = int(args.seconds * 30)
+        next_t = time.monotonic()
+        for i in range(n):
+            send(i)
+            next_t = max(next_t + 1 / 30, time.monotonic())  # a camera does not burst after a stall
+            time.sleep(max(0.0, next_t - time.monotonic()))
+        time.sleep(1.0)
+    finally:
+        _stop(procs)
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        import rclpy
+
+        rclpy.try_shutdown(context=context)
+    print(f"two {args.size}x{args.size} rgb8 cameras at 30 Hz through camera_bridge, {args.seconds:g} s "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs):")
+    for c in cams:
+        dropped = n - len(got[c])
+        print(f"  {c}: {len(got[c])}/{n} frames out ({dropped} dropped), latency {_percentiles(got[c])}")
+
+
+def main() -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for name in ("latency", "soak", "cameras"):
+        p = sub.add_parser(name)
+        p.add_argument("--domain", type=int, default=int(os.environ.get("ROS_DOMAIN_ID", "57")))
+        if name in ("latency", "soak"):
+            p.add_argument("--hz", type=float, default=10.0)
+            p.add_argument("--driver-hz", type=float, default=250.0)
+        if name == "latency":
+            p.add_argument("--seconds", type=float, default=30.0)
+        if name == "soak":
+            p.add_argument("--minutes", type=float, default=10.0)
+        if name == "cameras":
+            p.add_argument("--seconds", type=float, default=20.0)
+            p.add_argument("--size", type=int, default=128)
+    args = parser.parse_args()
+    {"latency": cmd_latency, "soak": cmd_soak, "cameras": cmd_cameras}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""The policy actor loop over any contract env, with a pluggable policy source and learner link.
+
+No ROS import here: the node builds a ``RosArmEnv`` and calls ``run_actor``. Two small registries decide
+where the policy comes from and where transitions go:
+
+``POLICIES``  checkpoint (``load_agent`` on a run folder / checkpoint file), network (an untrained SAC
+              actor of the env's spaces: benchmarks), random, zero.
+``LEARNERS``  none (act only): an entry returns a ``LearnerLink`` that receives every transition (``add``)
+              and refreshes the policy (``sync``), called between steps, never inside a ROS callback.
+``learner=remote`` hands the loop to the distributed actor (``robot_rl.distributed.actor.Actor``, gRPC
+extra) with this env: weights come from the learner, transitions go to it (``run_remote``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ActorConfig:
+    policy: Literal["checkpoint", "network", "random", "zero"] = "checkpoint"
+    checkpoint: str = ""
+    """Run folder or checkpoint file (policy=checkpoint)."""
+    deterministic: bool = True
+    """Mean action (evaluation); False samples (exploration, when a learner is attached)."""
+    episodes: int = 0
+    """Episodes to run; 0: until shutdown."""
+    learner: Literal["none", "remote"] = "none"
+    """none: act with ``policy``; remote: the distributed link (policy weights from the learner)."""
+    learner_address: str = "127.0.0.1:50051"
+    """host:port of the learner (learner=remote); the shared token is read from $ROBOT_RL_TOKEN."""
+    actor_id: str = "ros-actor-0"
+    stats_path: str = ""
+    """Write loop timing and episode results as JSON here when the actor stops."""
+    torch_threads: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.policy == "checkpoint" and not self.checkpoint and self.learner == "none":
+            raise ValueError("ActorConfig.checkpoint must name a run folder or a checkpoint file")
+        if self.episodes < 0:
+            raise ValueError(f"ActorConfig.episodes must be >= 0, got {self.episodes}")
+
+
+class Policy(Protocol):
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray: ...
+
+
+class LearnerLink(Protocol):
+    def add(self, obs: dict, action: np.ndarray, reward: float, next_obs: dict, terminated: bool,
+            truncated: bool, info: dict[str, Any]) -> None: ...
+
+    def sync(self, policy: Policy) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NoLearner:
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def sync(self, policy: Policy) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class AgentPolicy:
+    def __init__(self, agent: Any, deterministic: bool) -> None:
+        self.agent, self.deterministic = agent, deterministic
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        return self.agent.act(obs, deterministic=self.deterministic)
+
+
+class RandomPolicy:
+    def __init__(self, space: gym.spaces.Box, seed: int) -> None:
+        self.space = space
+        self.space.seed(seed)
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        return self.space.sample()
+
+
+class ZeroPolicy:
+    def __init__(self, dim: int) -> None:
+        self.action = np.zeros(dim, np.float32)
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        return self.action
+
+
+def _checkpoint(cfg: ActorConfig, env: gym.Env) -> Policy:
+    from robot_rl.training.loop import load_agent
+
+    agent, train_cfg = load_agent(Path(cfg.checkpoint))
+    if agent.obs_keys != sorted(env.observation_space.spaces):
+        raise ValueError(f"checkpoint {cfg.checkpoint} (task {train_cfg.task}, obs {train_cfg.obs}) expects "
+                         f"keys {agent.obs_keys}; the env gives {sorted(env.observation_space.spaces)}")
+    return AgentPolicy(agent, cfg.deterministic)
+
+
+def _network(cfg: ActorConfig, env: gym.Env) -> Policy:
+    from robot_rl.agents.config import SACConfig
+    from robot_rl.agents.sac import SACAgent
+
+    agent = SACAgent(SACConfig(), env.observation_space, env.action_space, seed=cfg.seed)
+    return AgentPolicy(agent, cfg.deterministic)
+
+
+POLICIES: dict[str, Callable[[ActorConfig, gym.Env], Policy]] = {
+    "checkpoint": _checkpoint,
+    "network": _network,
+    "random": lambda cfg, env: RandomPolicy(env.action_space, cfg.seed),
+    "zero": lambda cfg, env: ZeroPolicy(env.action_space.shape[0]),
+}
+LEARNERS: dict[str, Callable[[ActorConfig, gym.Env], LearnerLink]] = {
+    "none": lambda cfg, env: NoLearner(),
+}
+
+
+@dataclass
+class ActorStats:
+    episodes: int = 0
+    successes: int = 0
+    steps: int = 0
+    interventions: int = 0
+    policy_time_s: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))  # bounded: runs are long
+
+    def summary(self, env: gym.Env) -> dict[str, Any]:
+        out: dict[str, Any] = {k: v for k, v in asdict(self).items() if k != "policy_time_s"}
+        pt = np.asarray(self.policy_time_s) * 1e3
+        if pt.size:
+            out["policy_ms_p50"] = float(np.percentile(pt, 50))
+            out["policy_ms_p99"] = float(np.percentile(pt, 99))
+        env_stats = getattr(env.unwrapped, "stats", None)
+        if env_stats is not None:
+            lat = np.asarray(env_stats.latencies_s) * 1e3
+            out.update(missed_cycles=env_stats.missed_cycles, missing_echoes=env_stats.missing_echoes,
+                       stale_steps=env_stats.stale_steps, latencies_ms=lat.round(4).tolist())
+        return out
+
+
+def run_actor(env: gym.Env, policy: Policy, learner: LearnerLink, episodes: int = 0,
+              should_stop: Callable[[], bool] = lambda: False, stats: ActorStats | None = None) -> ActorStats:
+    """Reset/act/step until ``episodes`` are done (0: until ``should_stop``). The executed action (the
+    human's during an intervention) is what the learner receives."""
+    stats = stats if stats is not None else ActorStats()
+    while not should_stop() and (episodes == 0 or stats.episodes < episodes):
+        obs, _ = env.reset()
+        done = False
+        while not done and not should_stop():
+            t0 = time.perf_counter()
+            action = policy.act(obs)
+            stats.policy_time_s.append(time.perf_counter() - t0)
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            executed = info["intervention_action"] if info.get("intervention") else action
+            stats.interventions += int(bool(info.get("intervention")))
+            learner.add(obs, executed, float(reward), next_obs, terminated, truncated, info)
+            learner.sync(policy)
+            obs, done = next_obs, terminated or truncated
+            stats.steps += 1
+        if done:
+            stats.episodes += 1
+            stats.successes += int(bool(info.get("is_success")))
+    return stats
+
+
+def write_stats(path: str, stats: ActorStats, env: gym.Env) -> None:
+    if path:
+        Path(path).write_text(json.dumps(stats.summary(env)))
+
+
+def run_remote(env: gym.Env, cfg: ActorConfig, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The distributed actor loop over ``env`` (needs ``robot_rl[dist]``). The learner must describe the same
+    spaces: start it with ``env_factory=robot_rl.ros.spec_env:make_contract_env`` and the same ``env_kwargs``
+    (hardware_config, cameras, privileged_task)."""
+    from robot_rl.distributed.actor import Actor
+    from robot_rl.distributed.config import ActorConfig as LinkActorConfig
+    from robot_rl.distributed.config import LinkConfig
+
+    host, _, port = cfg.learner_address.rpartition(":")
+    link = LinkActorConfig(
+        link=LinkConfig(host=host or "127.0.0.1", port=int(port)), actor_id=cfg.actor_id, seed=cfg.seed,
+        env_factory="robot_rl.ros.spec_env:make_contract_env",
+        env_kwargs=json.dumps(env_kwargs, sort_keys=True),
+        deterministic=cfg.deterministic, control_hz=0.0)
+    return Actor(link, env=env).run()

@@ -1,0 +1,231 @@
+"""``RosArmEnv``: the environment contract over ROS 2 (real arms and the sim robot node alike).
+
+One step at ``control_hz``: publish the action on ``rl/action`` (stamped with the observation it answers),
+sleep to the next control tick (fixed schedule; a late step counts as a missed cycle and re-phases), then
+return the first ``rl/robot_state`` received after the tick (so observations are ~one DDS hop old), the
+latest images, reward and success. The robot bridge echoes each action on ``rl/executed_action`` with
+what it really executed: a human's action during an intervention (``info["intervention_action"]``),
+safety clipping, or a refusal. Reset calls the bridge's ``~/reset`` service.
+
+Spaces come from the same hardware config the bridge loads (control rate, action scale), so the two agree.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+from std_srvs.srv import Trigger
+
+from robot_rl.envs.contract import ACTION_DIM, check_action, image_key
+from robot_rl.ros import names
+from robot_rl.ros.hardware import load_arm_config, load_camera_config
+from robot_rl.ros.messages import from_stamp, image_from_msg, named_vector
+from robot_rl.ros.qos import CMD, EVENTS, SENSOR
+from robot_rl.ros.spec_env import contract_for
+
+STATS_WINDOW = 10_000
+
+
+@dataclass(frozen=True)
+class RosEnvConfig:
+    hardware_config: str = "sim_panda"
+    """Arm config name or path (control_hz and the action scale come from it)."""
+    cameras: tuple[str, ...] = ()
+    """Camera config names or paths; each adds ``images/<name>`` at its output size."""
+    privileged_task: str = ""
+    """Sim only: the task whose privileged layout the sim robot publishes on ``rl/privileged``."""
+    bridge: str = "robot_bridge"
+    """Node name of the robot bridge (its ``~/reset`` service)."""
+    reward: bool = True
+    """Read reward and success from ``rl/reward`` (sim robot, reward node); False: reward 0, never success."""
+    max_episode_steps: int = 100
+    terminate_on_success: bool = True
+    step_timeout_s: float = 0.5
+    reset_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_episode_steps < 1:
+            raise ValueError(f"RosEnvConfig.max_episode_steps must be >= 1, got {self.max_episode_steps}")
+        if self.step_timeout_s <= 0 or self.reset_timeout_s <= 0:
+            raise ValueError("RosEnvConfig.step_timeout_s and reset_timeout_s must be > 0")
+
+
+@dataclass
+class StepStats:
+    """Timing of the control loop (latencies in s, from the bridge's echo: command stamp - obs stamp)."""
+
+    steps: int = 0
+    missed_cycles: int = 0
+    missing_echoes: int = 0
+    stale_steps: int = 0
+    """Steps whose observation did not refresh within ``step_timeout_s`` (the episode is truncated there)."""
+    latencies_s: deque[float] = field(default_factory=lambda: deque(maxlen=STATS_WINDOW))
+    """The last ``STATS_WINDOW`` steps only: an actor runs for hours."""
+
+
+class _Latest:
+    """Latest message of a topic with its arrival time, and a condition to wait for a newer one."""
+
+    def __init__(self, cond: threading.Condition) -> None:
+        self.cond, self.msg, self.time_s = cond, None, -np.inf
+
+    def put(self, msg: Any) -> None:
+        with self.cond:
+            self.msg, self.time_s = msg, time.monotonic()
+            self.cond.notify_all()
+
+
+class RosArmEnv(gym.Env):
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(self, config: RosEnvConfig, node: Node) -> None:
+        self.config, self.node = config, node
+        self.arm = arm = load_arm_config(config.hardware_config)
+        cams = [load_camera_config(c) for c in config.cameras]
+        self.contract = contract_for(config.hardware_config, config.cameras, config.privileged_task)
+        self.observation_space = self.contract.observation_space()
+        self.action_space = self.contract.action_space()
+        self.period_s = 1.0 / arm.control_hz
+        self.stats = StepStats()
+        self._cond = threading.Condition()
+        self._state, self._reward, self._priv = (_Latest(self._cond) for _ in range(3))
+        self._images = {c.name: _Latest(self._cond) for c in cams}
+        self._echoes: dict[tuple[int, int], JointState] = {}
+        group = MutuallyExclusiveCallbackGroup()
+        sub = node.create_subscription
+        sub(JointState, names.ROBOT_STATE, self._state.put, SENSOR, callback_group=group)
+        sub(JointState, names.EXECUTED_ACTION, self._on_echo, EVENTS, callback_group=group)
+        if config.reward:
+            sub(JointState, names.REWARD, self._reward.put, SENSOR, callback_group=group)
+        if config.privileged_task:
+            sub(JointState, names.PRIVILEGED, self._priv.put, SENSOR, callback_group=group)
+        for name, latest in self._images.items():
+            sub(Image, names.image_topic(name), latest.put, SENSOR, callback_group=group)
+        self.action_pub = node.create_publisher(JointState, names.ACTION, CMD)
+        self.reset_client = node.create_client(Trigger, f"{config.bridge}/reset",
+                                               callback_group=MutuallyExclusiveCallbackGroup())
+        self._obs_stamp = None
+        self._next_tick = time.monotonic()
+        self._steps = 0
+
+    # --- gymnasium API -----------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if self._state.msg is None:  # first reset: the bridge must be hearing from the driver
+            self._wait_fresh(-np.inf, self.config.reset_timeout_s)
+        if not self.reset_client.wait_for_service(timeout_sec=self.config.reset_timeout_s):
+            raise TimeoutError(f"{self.reset_client.srv_name} is not available (is the bridge running?)")
+        result = self.reset_client.call(Trigger.Request(), timeout_sec=self.config.reset_timeout_s)
+        if result is None or not result.success:
+            raise RuntimeError(f"robot bridge reset failed: {getattr(result, 'message', 'timeout')}")
+        since = time.monotonic()
+        self._wait_fresh(since, self.config.reset_timeout_s, everything=True)
+        self._steps = 0
+        self._next_tick = time.monotonic()
+        obs, success = self._observation()
+        return obs, {"intervention": False, "safety_clipped": False, "is_success": success}
+
+    def step(self, action: np.ndarray):
+        raw = check_action(action, source="RosArmEnv.step(action)")
+        a = np.clip(raw, -1.0, 1.0)
+        clipped = bool(np.any(a != raw))
+        stamp = self._obs_stamp
+        self.action_pub.publish(named_vector(names.ACTION_NAMES, a, stamp))
+        self._wait_next_tick()
+        fresh = self._wait_fresh(self._next_tick, self.config.step_timeout_s, raise_=False)
+        echo = self._take_echo(stamp)
+        obs, success = self._observation()
+        self._steps += 1
+        info: dict[str, Any] = {"intervention": False, "safety_clipped": clipped, "is_success": success}
+        if echo is not None:
+            e = dict(zip(names.EXECUTED_NAMES, echo))
+            info["safety_clipped"] = clipped or e["safety_clipped"] >= 0.5 or e["refused"] >= 0.5
+            info["refused"] = e["refused"] >= 0.5
+            if e["intervention"] >= 0.5:
+                info["intervention"] = True
+                info["intervention_action"] = np.asarray(echo[:ACTION_DIM], np.float32)
+            if np.isfinite(e["command_stamp"]):
+                self.stats.latencies_s.append(e["command_stamp"] - from_stamp(stamp))
+        reward = self._reward_value()
+        terminated = bool(success and self.config.terminate_on_success)
+        truncated = bool(not terminated and self._steps >= self.config.max_episode_steps)
+        if not fresh:  # the bridge is holding the arm meanwhile; end the episode, the next reset re-checks
+            self.stats.stale_steps += 1
+            info["stale_observation"] = True
+            truncated = not terminated
+        self.stats.steps += 1
+        return obs, reward, terminated, truncated, info
+
+    # --- internals ---------------------------------------------------------------------------------------
+    def _on_echo(self, msg: JointState) -> None:
+        values = names.pick(msg.name, msg.position, names.EXECUTED_NAMES)
+        if values is None:
+            return
+        with self._cond:
+            self._echoes[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = values
+            while len(self._echoes) > 64:
+                self._echoes.pop(next(iter(self._echoes)))
+            self._cond.notify_all()
+
+    def _take_echo(self, stamp) -> np.ndarray | None:
+        key = (stamp.sec, stamp.nanosec)
+        with self._cond:
+            if self._cond.wait_for(lambda: key in self._echoes, timeout=self.config.step_timeout_s):
+                return self._echoes.pop(key)
+        self.stats.missing_echoes += 1
+        return None
+
+    def _wait_next_tick(self) -> None:
+        self._next_tick += self.period_s
+        now = time.monotonic()
+        if now > self._next_tick:  # the policy or a stall overran the period: count it and re-phase
+            self.stats.missed_cycles += 1
+            self._next_tick = now
+            return
+        time.sleep(self._next_tick - now)
+
+    def _wait_fresh(self, since: float, timeout_s: float, everything: bool = False, raise_: bool = True) -> bool:
+        """Wait for robot state (``everything``: images, reward, privileged too) newer than ``since``."""
+        wanted = [self._state]
+        if everything:
+            wanted += list(self._images.values())
+            wanted += [self._reward] if self.config.reward else []
+            wanted += [self._priv] if self.config.privileged_task else []
+        with self._cond:
+            ok = self._cond.wait_for(lambda: all(x.time_s > since for x in wanted), timeout=timeout_s)
+        if not ok and raise_:
+            missing = [k for k, x in self._topics().items() if x in wanted and x.time_s <= since]
+            raise TimeoutError(f"RosArmEnv: no fresh {missing} within {timeout_s:.2f} s")
+        return ok
+
+    def _topics(self) -> dict[str, _Latest]:
+        out = {names.ROBOT_STATE: self._state, names.REWARD: self._reward, names.PRIVILEGED: self._priv}
+        out.update({names.image_topic(k): v for k, v in self._images.items()})
+        return out
+
+    def _observation(self) -> tuple[dict[str, np.ndarray], bool]:
+        with self._cond:
+            state_msg = self._state.msg
+            self._obs_stamp = state_msg.header.stamp
+            state = names.pick(state_msg.name, state_msg.position, names.STATE_NAMES)
+            obs: dict[str, np.ndarray] = {"state": np.asarray(state, np.float32)}
+            if self.config.privileged_task:
+                priv = self._priv.msg
+                obs["privileged"] = np.asarray(priv.position, np.float32)
+            for name, latest in self._images.items():
+                obs[image_key(name)] = np.array(image_from_msg(latest.msg))
+            success = self._reward.msg is not None and self._reward.msg.position[1] >= 0.5
+        return obs, bool(success)
+
+    def _reward_value(self) -> float:
+        msg = self._reward.msg
+        return float(msg.position[0]) if msg is not None else 0.0

@@ -1,0 +1,52 @@
+"""Topic names and named-vector labels of the RL interfaces (pure Python: shared by nodes, env and tests).
+
+RL vectors travel as ``sensor_msgs/JointState`` used as a *named vector*: ``name`` = labels, ``position`` =
+values, ``header.stamp`` = stamp of the source observation. Stamped, self-describing, a standard message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from robot_rl.envs.contract import STATE_LAYOUT
+from robot_rl.safety.filter import MODES
+
+ACTION_NAMES = ("dx", "dy", "dz", "drx", "dry", "drz", "gripper")
+INTERVENTION_NAMES = ("active", *ACTION_NAMES)
+EXECUTED_NAMES = (*ACTION_NAMES, "intervention", "safety_clipped", "refused", "mode", "command_stamp")
+"""``rl/executed_action``: the action the bridge executed (NaN when refused), flags, the filter mode
+(index into ``MODES``) and the stamp (s) of the command it sent."""
+REWARD_NAMES = ("reward", "success")
+STATE_NAMES = tuple(STATE_LAYOUT.names())
+
+ACTION = "rl/action"
+INTERVENTION = "rl/intervention"
+ROBOT_STATE = "rl/robot_state"
+EXECUTED_ACTION = "rl/executed_action"
+STATUS = "rl/status"
+ESTOP = "rl/estop"
+REWARD = "rl/reward"
+PRIVILEGED = "rl/privileged"
+
+
+def image_topic(camera: str) -> str:
+    return f"rl/images/{camera}"
+
+
+def mode_index(mode: str) -> int:
+    return MODES.index(mode)  # type: ignore[arg-type]
+
+
+def pick(names: Sequence[str], values: Sequence[float], wanted: Sequence[str]) -> np.ndarray | None:
+    """Values of ``wanted`` labels (any order in the message); None when one is missing or counts differ."""
+    if len(names) != len(values):
+        return None
+    if tuple(names) == tuple(wanted):
+        return np.asarray(values, dtype=np.float64)
+    index = {n: i for i, n in enumerate(names)}
+    try:
+        return np.asarray([values[index[w]] for w in wanted], dtype=np.float64)
+    except KeyError:
+        return None

@@ -1,0 +1,60 @@
+"""A real arm: robot bridge, camera bridges, teleop and the policy actor (learner optional or remote).
+
+Start the arm's driver stack first (docs/hardware.md), then:
+
+    ros2 launch robot_rl_ros real_arm.launch.py hardware:=franka_fr3 \
+        cameras:=realsense_d435_front,realsense_d405_wrist policy:=checkpoint checkpoint:=runs/...
+"""
+
+from launch import LaunchDescription
+from launch.actions import ExecuteProcess, OpaqueFunction
+from launch_ros.actions import Node
+
+from robot_rl.ros.hardware import load_camera_config
+from robot_rl_ros.launch_support import arg, environment, flag, names, value
+from robot_rl_ros.specs import LEARNER_COMMAND, SPECS, share_dir
+
+
+def _nodes(context):
+    ns, hw = value(context, "namespace"), value(context, "hardware")
+    cameras = names(context, "cameras")
+    share = share_dir()
+    out = [Node(**SPECS["robot_bridge"].launch_kwargs(share, ns, overrides={"hardware_config": hw}))]
+    for cam in cameras:
+        name = load_camera_config(cam).name
+        out.append(Node(**SPECS["camera_bridge"].launch_kwargs(
+            share, ns, f"camera_bridge_{name}", overrides={"camera_config": cam})))
+    if flag(context, "teleop"):
+        teleop = {"joy_topic": value(context, "joy")}
+        out.append(Node(**SPECS["teleop"].launch_kwargs(share, ns, overrides=teleop)))
+    if flag(context, "actor"):
+        actor = {"env.hardware_config": hw, "env.reward": flag(context, "reward"),
+                 "actor.policy": value(context, "policy"), "actor.checkpoint": value(context, "checkpoint"),
+                 "actor.learner": value(context, "link"),
+                 "actor.learner_address": value(context, "learner_address")}
+        if cameras:
+            actor["env.cameras"] = cameras
+        out.append(Node(**SPECS["policy_actor"].launch_kwargs(share, ns, overrides=actor)))
+    if flag(context, "learner"):
+        out.append(ExecuteProcess(cmd=[*LEARNER_COMMAND, "--address", value(context, "learner_address")],
+                                  output="screen"))
+    return out
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription([
+        arg("hardware", "franka_fr3", "arm config: hardware_configs/arms/<name>.yaml or a path"),
+        arg("namespace", "", "namespace of the arm's driver stack"),
+        arg("cameras", "realsense_d435_front", "comma-separated camera configs (hardware_configs/cameras)"),
+        arg("teleop", "true", "start the teleop node (SpaceMouse / gamepad interventions)"),
+        arg("joy", "spacenav/joy", "sensor_msgs/Joy topic of the teleop device"),
+        arg("actor", "true", "start the policy actor"),
+        arg("policy", "checkpoint", "checkpoint | network | random | zero"),
+        arg("checkpoint", "", "run folder or checkpoint file"),
+        arg("reward", "false", "read reward/success from rl/reward (a reward node or classifier)"),
+        arg("link", "none", "none: act with the policy; remote: stream to the learner, take its weights"),
+        arg("learner", "false", "also start the learner on this machine"),
+        arg("learner_address", "localhost:50051", "host:port of the learner (remote or local)"),
+        *environment(),
+        OpaqueFunction(function=_nodes),
+    ])

@@ -1,0 +1,30 @@
+"""camera_bridge: one camera's images -> cropped/resized rgb8 on rl/images/<name>."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rclpy.node import Node
+
+from robot_rl.ros.camera import CameraBridge
+from robot_rl.ros.hardware import load_camera_config
+from robot_rl.ros.runtime import declare_dataclass, init, spin
+
+
+@dataclass(frozen=True)
+class Params:
+    camera_config: str = "sim_front"
+    """Camera config name (hardware_configs/cameras/<name>.yaml) or path."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    init(argv)
+    node = Node("camera_bridge")
+    cfg = load_camera_config(declare_dataclass(node, Params).camera_config)
+    CameraBridge(node, cfg)
+    node.get_logger().info(f"camera bridge {cfg.name}: {cfg.topic} ({cfg.transport}) -> {cfg.output_hw_px}")
+    spin(node)
+
+
+if __name__ == "__main__":
+    main()

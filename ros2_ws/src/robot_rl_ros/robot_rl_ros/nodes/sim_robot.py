@@ -1,0 +1,33 @@
+"""sim_robot: a MuJoCo arm task with the topics, QoS and controller semantics of a crisp driver stack."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rclpy.node import Node
+
+from robot_rl.ros.hardware import load_arm_config
+from robot_rl.ros.runtime import declare_dataclass, init, spin
+from robot_rl.ros.sim_robot import SimRobotConfig, SimRobotNode
+
+
+@dataclass(frozen=True)
+class Params:
+    hardware_config: str = "sim_panda"
+
+
+def main(argv: list[str] | None = None) -> None:
+    init(argv)
+    node = Node("sim_robot")
+    arm = load_arm_config(declare_dataclass(node, Params).hardware_config)
+    sim = SimRobotNode(node, arm, declare_dataclass(node, SimRobotConfig, prefix="sim."))
+    c = sim.cfg
+    node.get_logger().info(f"sim robot: task {c.task}, state {c.state_hz} Hz, cameras {c.cameras}")
+    try:
+        spin(node)
+    finally:
+        sim.close()
+
+
+if __name__ == "__main__":
+    main()

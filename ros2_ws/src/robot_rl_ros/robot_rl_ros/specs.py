@@ -1,0 +1,109 @@
+"""Every node we launch, defined once: the launch files and the process tests start the same things.
+
+A spec names the package, the executable, the default node name and the parameter files (relative to the
+package's share directory). ``argv`` builds the command line the tests run; ``launch_kwargs`` the keyword
+arguments of ``launch_ros.actions.Node``. Pure Python: importable without launch or rclpy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PACKAGE = "robot_rl_ros"
+ENVIRONMENT = {
+    # Fast DDS's default 512 KB shared-memory segment drops best-effort samples above ~0.5 MB (camera
+    # images): LARGE_DATA adds a TCP transport for them (ros2/rmw_fastrtps#739).
+    "FASTDDS_BUILTIN_TRANSPORTS": "LARGE_DATA",
+}
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    executable: str
+    name: str
+    params: tuple[str, ...]
+    """Parameter files relative to ``share/robot_rl_ros`` (``config/<node>.yaml``), in order."""
+    remaps: tuple[tuple[str, str], ...] = ()
+    package: str = PACKAGE
+
+    def param_files(self, share: Path) -> list[Path]:
+        return [share / p for p in self.params]
+
+    def argv(self, share: Path, namespace: str = "", name: str | None = None,
+             overrides: Mapping[str, Any] | None = None, exe_dir: Path | None = None) -> list[str]:
+        """``<exe> --ros-args --params-file f -r __ns:=/x -r __node:=n -p k:=v -r a:=b``."""
+        args = [str(executable_path(self.executable, exe_dir)), "--ros-args"]
+        for f in self.param_files(share):
+            args += ["--params-file", str(f)]
+        if namespace:
+            args += ["-r", f"__ns:={namespace if namespace.startswith('/') else '/' + namespace}"]
+        args += ["-r", f"__node:={name or self.name}"]
+        for key, value in (overrides or {}).items():
+            args += ["-p", f"{key}:={_param_text(value)}"]
+        for src, dst in self.remaps:
+            args += ["-r", f"{src}:={dst}"]
+        return args
+
+    def launch_kwargs(self, share: Path, namespace: str = "", name: str | None = None,
+                      overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        params: list[Any] = [str(f) for f in self.param_files(share)]
+        if overrides:
+            params.append(dict(overrides))
+        return {"package": self.package, "executable": self.executable, "name": name or self.name,
+                "namespace": namespace, "parameters": params, "remappings": list(self.remaps),
+                "output": "screen", "emulate_tty": True}
+
+
+def _param_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_param_text(v) if not isinstance(v, str) else f"'{v}'" for v in value) + "]"
+    return str(value)
+
+
+SPECS: dict[str, NodeSpec] = {
+    "robot_bridge": NodeSpec("robot_bridge", "robot_bridge", ("config/robot_bridge.yaml",)),
+    "camera_bridge": NodeSpec("camera_bridge", "camera_bridge", ("config/camera_bridge.yaml",)),
+    "policy_actor": NodeSpec("policy_actor", "policy_actor", ("config/policy_actor.yaml",)),
+    "sim_robot": NodeSpec("sim_robot", "sim_robot", ("config/sim_robot.yaml",)),
+    "teleop": NodeSpec("teleop", "teleop", ("config/teleop.yaml",)),
+}
+LEARNER_COMMAND = ("robot-rl", "learner")
+"""The learner is not a ROS node: launch files start it as a process (``robot-rl learner --address ..``)."""
+
+
+def share_dir() -> Path:
+    """The installed share directory (ament index, else ``<prefix>/share``), else this source tree."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory(PACKAGE))
+    except Exception:  # the ament index is absent, or AMENT_PREFIX_PATH does not name this prefix
+        pass
+    for candidate in (Path(sys.prefix) / "share" / PACKAGE, Path(__file__).resolve().parents[1]):
+        if (candidate / "package.xml").exists():
+            return candidate
+    raise FileNotFoundError(f"no share directory of {PACKAGE}: pip install ./ros2_ws/src/{PACKAGE}")
+
+
+def executable_path(executable: str, exe_dir: Path | None = None) -> Path:
+    """Console script of ``executable``: ``exe_dir``, ``lib/robot_rl_ros`` (colcon), the venv's bin, PATH."""
+    candidates = [exe_dir / executable] if exe_dir else []
+    prefix = Path(sys.prefix)
+    candidates += [prefix / "lib" / PACKAGE / executable, prefix / "bin" / executable]
+    for c in candidates:
+        if c.exists() and os.access(c, os.X_OK):
+            return c
+    found = shutil.which(executable)
+    if found:
+        return Path(found)
+    raise FileNotFoundError(
+        f"executable {executable!r} of {PACKAGE} not found; install it: pip install ./ros2_ws/src/{PACKAGE}"
+    )

@@ -1,0 +1,208 @@
+"""Real-process ROS 2 test harness: isolated domains, node processes from the shared specs, a probe node.
+
+- Each test (or module fixture) locks its own ROS_DOMAIN_ID (file locks under the temp dir, so pytest-xdist
+  workers and other developers' runs on the same machine never share one), with
+  ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``.
+- Nodes start from ``robot_rl_ros.specs.SPECS`` (the launch files' definitions) as
+  ``<exe> --ros-args --params-file f -r __ns:=/x -r __node:=n -p k:=v``; they stop with SIGTERM, then SIGKILL.
+- ``Probe`` is the test's own rclpy node in its own context on that domain, spun in a background thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE_SRC = REPO / "ros2_ws" / "src" / "robot_rl_ros"
+if str(PACKAGE_SRC) not in sys.path:  # specs are pure Python: import them from the checkout if not installed
+    sys.path.append(str(PACKAGE_SRC))
+
+from robot_rl_ros.specs import ENVIRONMENT, SPECS, share_dir  # noqa: E402
+
+LOCK_DIR = Path(tempfile.gettempdir()) / "robot_rl_ros_domains"
+DOMAINS = range(1, 101)
+
+
+@contextmanager
+def ros_domain(key: str) -> Iterator[int]:
+    """Lock a free ROS domain id; the search starts at a hash of the worker and ``key``."""
+    LOCK_DIR.mkdir(exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    start = zlib.crc32(f"{worker}/{key}".encode()) % len(DOMAINS)
+    for i in range(len(DOMAINS)):
+        domain = DOMAINS[(start + i) % len(DOMAINS)]
+        handle = open(LOCK_DIR / f"{domain}.lock", "w")  # noqa: SIM115 - held for the whole block
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        try:
+            yield domain
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+        return
+    raise RuntimeError("no free ROS domain id")
+
+
+def process_env(domain: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(ENVIRONMENT)
+    env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1",
+               MUJOCO_GL=env.get("MUJOCO_GL", "egl"), RCUTILS_COLORIZED_OUTPUT="0",
+               AMENT_PREFIX_PATH=os.pathsep.join(p for p in (sys.prefix, env.get("AMENT_PREFIX_PATH")) if p))
+    return env
+
+
+class Processes:
+    """Node processes of one test; ``stop_all`` sends SIGTERM, then SIGKILL after ``grace_s``."""
+
+    def __init__(self, domain: int, log_dir: Path) -> None:
+        self.domain, self.log_dir = domain, log_dir
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, spec: str, name: str | None = None, namespace: str = "",
+              **overrides: Any) -> subprocess.Popen:
+        name = name or SPECS[spec].name
+        argv = SPECS[spec].argv(share_dir(), namespace, name, overrides)
+        log = open(self.log_dir / f"{namespace.strip('/').replace('/', '_')}_{name}.log", "w")  # noqa: SIM115
+        proc = subprocess.Popen(argv, env=process_env(self.domain), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        self.procs[f"{namespace}/{name}"] = proc
+        return proc
+
+    def kill(self, key: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs[key]
+        if proc.poll() is None:
+            proc.send_signal(sig)
+            proc.wait(timeout=10)
+
+    def stop_all(self, grace_s: float = 5.0) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.log_dir.glob("*.log")))
+
+    def assert_alive(self) -> None:
+        dead = {k: p.returncode for k, p in self.procs.items() if p.poll() is not None}
+        assert not dead, f"node processes exited: {dead}\n{self.logs()}"
+
+
+class Probe:
+    """The test's node: its own context on the test's domain, a SingleThreadedExecutor in a thread."""
+
+    def __init__(self, domain: int, namespace: str = "") -> None:
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = Node("test_probe", namespace=namespace or "/", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        with contextlib.suppress(ExternalShutdownException, Exception):  # shutdown races end the thread
+            self.executor.spin()
+
+    def collect(self, msg_type: type, topic: str, qos: Any) -> list[tuple[float, Any]]:
+        """Every message on ``topic`` as (monotonic arrival time, message), appended as they arrive."""
+        out: list[tuple[float, Any]] = []
+        self.node.create_subscription(msg_type, topic, lambda m: out.append((time.monotonic(), m)), qos)
+        return out
+
+    def call(self, srv_type: type, name: str, timeout_s: float = 10.0, request: Any = None) -> Any:
+        client = self.node.create_client(srv_type, name)
+        assert client.wait_for_service(timeout_sec=timeout_s), f"service {name} not available"
+        result = client.call(request if request is not None else srv_type.Request(), timeout_sec=timeout_s)
+        assert result is not None, f"service {name} timed out"
+        return result
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+        self.thread.join(timeout=2.0)
+
+
+def wait_for(cond: Callable[[], Any], timeout_s: float, what: str, procs: Processes | None = None) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(0.01)
+    if procs is not None:
+        procs.assert_alive()
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}" +
+                         (f"\n{procs.logs()}" if procs is not None else ""))
+
+
+class FakeDriver:
+    """A driver stack on the probe node: publishes ``current_pose`` and ``joint_states`` (reliable, like
+    joint_state_broadcaster) at ``rate_hz`` under ``namespace``; the pose can be set or made to follow the
+    pose targets it receives (an ideal controller)."""
+
+    def __init__(self, probe: Probe, namespace: str, rate_hz: float = 100.0, joints: tuple[str, ...] = (),
+                 follow: bool = False) -> None:
+        import numpy as np
+        from geometry_msgs.msg import PoseStamped
+        from sensor_msgs.msg import JointState
+
+        from robot_rl.ros.messages import pose_from_msg, pose_msg
+
+        self.np, self.pose_msg, self.JointState = np, pose_msg, JointState
+        node = probe.node
+        self.node, self.ns = node, namespace.rstrip("/")
+        self.position = np.array([0.5, 0.0, 0.3])
+        self.rotation = np.diag([1.0, -1.0, -1.0])
+        self.joints = joints
+        self.q = np.zeros(len(joints))
+        self.publishing = True
+        self.pose_pub = node.create_publisher(PoseStamped, f"{self.ns}/current_pose", 10)
+        self.joint_pub = node.create_publisher(JointState, f"{self.ns}/joint_states", 10)
+        if follow:
+            def on_target(msg: PoseStamped) -> None:
+                pose = pose_from_msg(msg)
+                if pose is not None:
+                    self.position, self.rotation = pose
+            node.create_subscription(PoseStamped, f"{self.ns}/target_pose", on_target, 10)
+        node.create_timer(1.0 / rate_hz, self.publish)
+
+    def publish(self) -> None:
+        if not self.publishing:
+            return
+        stamp = self.node.get_clock().now().to_msg()
+        if self.joints:
+            js = self.JointState(name=list(self.joints), position=[float(v) for v in self.q])
+            js.header.stamp = stamp
+            self.joint_pub.publish(js)
+        self.pose_pub.publish(self.pose_msg(self.position, self.rotation, "base", stamp))

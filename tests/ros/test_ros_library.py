@@ -1,0 +1,134 @@
+"""Pure library code behind the ROS nodes: kinematics, images, state assembly, intervention mux, teleop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("yaml")  # PyYAML: comes with the ROS wheels (the ros extra)
+
+from robot_rl.envs.contract import STATE_LAYOUT
+from robot_rl.envs.geometry import matrix_to_rot6d, rotvec_to_matrix
+from robot_rl.ros.hardware import load_arm_config
+from robot_rl.ros.images import CropResize, image_to_rgb
+from robot_rl.ros.kinematics import DHChain
+from robot_rl.ros.mux import InterventionMux
+from robot_rl.ros.names import ACTION_NAMES, pick
+from robot_rl.ros.state import StateAssembler
+from robot_rl.ros.teleop import JoyMapper, TeleopConfig
+
+
+def test_ur5e_forward_kinematics_at_zero_matches_the_published_geometry() -> None:
+    chain = DHChain(load_arm_config("ur5e_forward_velocity").kinematics)
+    pos, _ = chain.forward(np.zeros(6))
+    # Standard DH at q = 0: x = a2 + a3, y = -(d4 + d6), z = d1 - d5.
+    np.testing.assert_allclose(pos, [-0.425 - 0.3922, -(0.1333 + 0.0996), 0.1625 - 0.0997], atol=1e-9)
+
+
+@pytest.mark.parametrize("arm", ["ur5e_forward_velocity", "xarm7"])
+def test_jacobian_matches_finite_differences_and_dls_tracks_twists(arm: str) -> None:
+    chain = DHChain(load_arm_config(arm).kinematics)
+    rng = np.random.default_rng(0)
+    q = rng.uniform(-1.0, 1.0, chain.n)
+    jac, eps = chain.jacobian(q), 1e-6
+    p0, r0 = chain.forward(q)
+    for i in range(chain.n):
+        dq = np.zeros(chain.n)
+        dq[i] = eps
+        p1, r1 = chain.forward(q + dq)
+        np.testing.assert_allclose((p1 - p0) / eps, jac[:3, i], atol=1e-5)
+        skew = (r1 @ r0.T - np.eye(3)) / eps
+        np.testing.assert_allclose([skew[2, 1], skew[0, 2], skew[1, 0]], jac[3:, i], atol=1e-5)
+    # Damped least squares tracks the twist where the arm is well conditioned.
+    q = max(rng.uniform(-1.5, 1.5, (200, chain.n)), key=lambda c: np.linalg.svd(chain.jacobian(c))[1][-1])
+    jac = chain.jacobian(q)
+    v, w = np.array([0.0, 0.0, 0.05]), np.array([0.0, 0.0, 0.1])
+    qdot = chain.joint_velocity(q, v, w)
+    np.testing.assert_allclose(jac @ qdot, np.concatenate([v, w]), atol=0.01)
+    fast = chain.joint_velocity(q, v * 100, w * 100)
+    assert np.all(np.abs(fast) <= chain.max_speed + 1e-12)  # scaled into the joint speed limits
+
+
+def test_image_decoding_encodings_and_crop_resize() -> None:
+    rgb = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    np.testing.assert_array_equal(image_to_rgb("rgb8", 4, 6, 18, rgb.tobytes()), rgb)
+    np.testing.assert_array_equal(image_to_rgb("bgr8", 4, 6, 18, rgb[:, :, ::-1].copy().tobytes()), rgb)
+    padded = np.zeros((4, 20), np.uint8)
+    padded[:, :18] = rgb.reshape(4, 18)
+    np.testing.assert_array_equal(image_to_rgb("rgb8", 4, 6, 20, padded.tobytes()), rgb)  # row padding
+    mono = image_to_rgb("mono8", 2, 2, 2, bytes([1, 2, 3, 4]))
+    assert mono.shape == (2, 2, 3) and mono[1, 1, 2] == 4
+    with pytest.raises(ValueError, match="encoding"):
+        image_to_rgb("16UC1", 2, 2, 4, bytes(8))
+    with pytest.raises(ValueError, match="too small"):
+        image_to_rgb("rgb8", 4, 6, 18, bytes(10))
+    big = np.zeros((480, 640, 3), np.uint8)
+    big[:, 320:] = 200
+    out = CropResize((240, 0, 160, 480), (64, 32))(big)
+    assert out.shape == (64, 32, 3) and out[:, :10].max() == 0 and out[:, -10:].min() == 200
+    with pytest.raises(ValueError, match="outside"):
+        CropResize((700, 0, 10, 10), (8, 8))(big)
+
+
+def test_state_assembler_builds_the_contract_state() -> None:
+    asm = StateAssembler(("j1", "j2"), ("f1", "f2"), max_width_m=0.08)
+    rot = rotvec_to_matrix(np.array([np.pi, 0.0, 0.0]))
+    for k in range(5):
+        asm.on_pose(np.array([0.5 + 0.01 * k, 0.0, 0.3]), rot, stamp_s=0.1 * k)
+    asm.on_wrench((1.0, 2.0, 3.0), (0.1, 0.2, 0.3))
+    asm.on_joint_states(["f2", "j2", "f1", "j1"], [0.01, 0.2, 0.03, 0.1], [], stamp_s=0.4)
+    s = asm.state
+    np.testing.assert_allclose(s[STATE_LAYOUT.slice("tcp_pos")], [0.54, 0.0, 0.3], atol=1e-6)
+    np.testing.assert_allclose(s[STATE_LAYOUT.slice("tcp_rot6d")], matrix_to_rot6d(rot), atol=1e-6)
+    assert 0.0 < s[STATE_LAYOUT.slice("tcp_linvel")][0] <= 0.1  # smoothed finite difference of 0.1 m/s
+    np.testing.assert_allclose(s[STATE_LAYOUT.slice("gripper_opening")], [0.5])
+    np.testing.assert_allclose(s[STATE_LAYOUT.slice("wrench_force")], [1, 2, 3])
+    np.testing.assert_allclose(asm.q, [0.1, 0.2])  # mapped by name, not by order
+
+
+def test_named_vectors_are_mapped_by_name() -> None:
+    values = pick(["gripper", "dx", "dy", "dz", "drx", "dry", "drz"], [7, 1, 2, 3, 4, 5, 6], ACTION_NAMES)
+    np.testing.assert_array_equal(values, [1, 2, 3, 4, 5, 6, 7])
+    assert pick(["dx"], [1.0], ACTION_NAMES) is None
+    assert pick(["dx", "dy"], [1.0], ["dx"]) is None
+
+
+def test_intervention_mux_prefers_a_fresh_active_human() -> None:
+    mux = InterventionMux(stale_after_s=0.15)
+    policy = np.zeros(7)
+    human = np.array([1.0, 0.5, 0, 0, 0, 0, 0, -1.0])
+    mux.update(human, now_s=1.0)
+    action, intervened = mux.select(policy, 1.1)
+    assert intervened and action[0] == 0.5 and action[6] == -1.0
+    assert mux.select(policy, 1.2) == (policy, False)  # stale: the policy again
+    mux.update(np.array([0.0, 1, 1, 1, 0, 0, 0, 0]), now_s=2.0)  # inactive
+    assert mux.select(policy, 2.0)[1] is False
+
+
+def test_joy_mapper_deflection_buttons_deadman_and_timeout() -> None:
+    mapper = JoyMapper(TeleopConfig(scale=(1.0, -1.0, 1.0, 1.0, 1.0, 1.0)))
+    assert mapper.vector(0.0)[0] == 0.0
+    mapper.update([0.5, 0.5, 0, 0, 0, 0], [0, 0], now_s=0.0)
+    v = mapper.vector(0.1)
+    assert v[0] == 1.0 and v[1] == 0.5 and v[2] == -0.5 and v[7] == 0.0
+    mapper.update([0, 0, 0, 0, 0, 0], [1, 0], now_s=0.2)
+    assert mapper.vector(0.3)[0] == 1.0 and mapper.vector(0.3)[7] == -1.0  # close button
+    mapper.update([0, 0, 0, 0, 0, 0], [0, 0], now_s=0.4)
+    assert mapper.vector(0.5)[0] == 0.0
+    assert mapper.vector(100.0)[0] == 0.0  # input timed out
+    deadman = JoyMapper(TeleopConfig(deadman_button=2))
+    deadman.update([1, 0, 0, 0, 0, 0], [0, 0, 0], now_s=0.0)
+    assert deadman.vector(0.0)[0] == 0.0
+    deadman.update([1, 0, 0, 0, 0, 0], [0, 0, 1], now_s=0.0)
+    assert deadman.vector(0.0)[0] == 1.0
+
+
+def test_contract_env_describes_a_ros_arm_without_ros() -> None:
+    from robot_rl.ros.spec_env import make_contract_env
+
+    env = make_contract_env("franka_fr3", ["realsense_d435_front", "realsense_d405_wrist"])
+    assert set(env.observation_space.spaces) == {"state", "images/front", "images/wrist"}
+    assert env.observation_space["images/wrist"].shape == (128, 128, 3)
+    assert (env.contract.control_hz, env.contract.max_step_m) == (10.0, 0.02)
+    with pytest.raises(RuntimeError, match="cannot be stepped"):
+        env.reset()
