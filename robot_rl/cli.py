@@ -37,6 +37,9 @@ class RecordDemosArgs:
     keep_failed: bool = False
     """Keep episodes the expert failed (they still count as data; default drops them)."""
     seed: int = 0
+    teleop: Literal["none", "scripted", "keyboard", "spacemouse", "gamepad"] = "none"
+    """Record by hand with this device (``scripted``: the corrector drives, ``--noise`` applies); the arm holds
+    still while the human is idle; success / failure / reset buttons end an episode."""
 
 
 def _train(config) -> int:
@@ -122,6 +125,10 @@ def _eval(args: EvalArgs) -> int:
 
 
 def _record_demos(args: RecordDemosArgs) -> int:
+    if args.teleop != "none":
+        from robot_rl.teleop.commands import record_teleop_demos_command
+
+        return record_teleop_demos_command(args)
     from robot_rl.training.env_factory import is_robot_rl_task, make_training_env
     from robot_rl.training.record import record_scripted_demos
 
@@ -144,6 +151,7 @@ def _record_demos(args: RecordDemosArgs) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
+    from robot_rl.rewards.commands import RecordSuccessFailArgs, TrainClassifierArgs
     from robot_rl.training.config import TrainConfig
 
     command = (
@@ -154,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             "learner", description="Learner of the actor/learner split (serves actors over gRPC).")]
         | Annotated[ActorConfig, tyro.conf.subcommand(
             "actor", description="Actor of the actor/learner split (control loop; streams to a learner).")]
+        | Annotated[RecordSuccessFailArgs, tyro.conf.subcommand("record-success-fail")]
+        | Annotated[TrainClassifierArgs, tyro.conf.subcommand("train-classifier")]
     )
     args = sys.argv[1:] if argv is None else argv
     chosen = tyro.cli(command, args=args or ["train"], prog="robot-rl")  # bare `robot-rl` = the main job
@@ -166,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
             return _learner(chosen)
         if isinstance(chosen, ActorConfig):
             return _actor(chosen)
+        if isinstance(chosen, (RecordSuccessFailArgs, TrainClassifierArgs)):
+            from robot_rl.rewards.commands import record_success_fail_command, train_classifier_command
+
+            if isinstance(chosen, RecordSuccessFailArgs):
+                return record_success_fail_command(chosen)
+            return train_classifier_command(chosen)
         return _record_demos(chosen)
     except (ValueError, FileExistsError, FileNotFoundError, ImportError) as err:  # say what, no traceback
         print(f"robot-rl: error: {err}", file=sys.stderr)

@@ -8,6 +8,7 @@ from typing import Literal
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.data.replay import ReplayConfig
+from robot_rl.teleop.corrector import CorrectorConfig
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,21 @@ class TrainConfig:
     ``dist`` extra; see docs/distributed.md)."""
     agent: SACConfig = field(default_factory=SACConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
+    # --- human in the loop (docs/human_in_the_loop.md) ---
+    teleop: Literal["none", "scripted", "keyboard", "spacemouse", "gamepad"] = "none"
+    """Interventions from this device while training; ``scripted``: the task's expert corrects the policy
+    when it drifts (simulation)."""
+    intervention_mode: Literal["hil", "rlif"] = "hil"
+    """``hil``: task reward, interventions also go to the demo buffer (HIL-SERL). ``rlif``: no task reward;
+    -1 on the last policy step before each takeover (RLIF)."""
+    interventions_to_demos: bool = True
+    """Also store intervention transitions in the demo buffer (sampled 50/50 with online data)."""
+    corrector: CorrectorConfig = field(default_factory=CorrectorConfig)
+    """The scripted corrector (``--teleop scripted``)."""
+    reward_classifier: Path | None = None
+    """Sparse reward from this trained success classifier (``robot-rl train-classifier``) instead of the task's."""
+    classifier_threshold: float | None = None
+    """Override the classifier's validation-chosen threshold."""
 
     def __post_init__(self) -> None:
         for name in ("total_env_steps", "batch_size", "eval_every", "eval_episodes", "checkpoint_every"):
@@ -66,3 +82,11 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.demo_noise must be >= 0, got {self.demo_noise}")
         if self.demos is not None and not Path(self.demos).exists():
             raise ValueError(f"TrainConfig.demos: no such folder {self.demos}")
+        if self.teleop != "none" and self.actors > 0:
+            raise ValueError("TrainConfig.teleop works in the single-process loop only (actors=0)")
+        if self.intervention_mode == "rlif" and self.teleop == "none":
+            raise ValueError("TrainConfig.intervention_mode='rlif' needs a teleop device (its only reward)")
+        if self.reward_classifier is not None and not Path(self.reward_classifier).is_file():
+            raise ValueError(f"TrainConfig.reward_classifier: no such file {self.reward_classifier}")
+        if self.classifier_threshold is not None and not 0.0 < self.classifier_threshold < 1.0:
+            raise ValueError(f"TrainConfig.classifier_threshold must be in (0, 1), got {self.classifier_threshold}")

@@ -1,0 +1,78 @@
+"""``robot-rl train --actors N``: one learner (this process) and N simulated actor processes on loopback.
+
+Same run-folder outputs as single-process ``train`` (config.json, metrics.csv, checkpoints/latest.pt, eval
+curve), plus the replay log and one ``actor-<i>.log`` per actor. A random token is made for the run and
+handed to the actors through their environment; it is never written to disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+from robot_rl.distributed.config import LearnerConfig, LinkConfig
+from robot_rl.distributed.learner import Learner
+from robot_rl.training.config import TrainConfig
+
+log = logging.getLogger("robot_rl.distributed")
+
+
+def actor_command(cfg: TrainConfig, index: int, port: int, n: int) -> list[str]:
+    """``robot-rl actor`` for sim actor ``index`` of ``n``: the run's env settings, its own seed."""
+    random_steps = math.ceil(cfg.random_steps / n)
+    return [
+        sys.executable, "-m", "robot_rl.cli", "actor", "--link.port", str(port), "--actor-id", f"sim-{index}",
+        "--task", cfg.task, "--obs", cfg.obs, "--image-size", str(cfg.image_size), "--cameras", *cfg.cameras,
+        "--dense-reward" if cfg.dense_reward else "--no-dense-reward",
+        "--seed", str(cfg.seed * 1000 + index + 1), "--random-steps", str(random_steps), "--device", cfg.device,
+        "--connect-timeout-s", "120", "--follow-learner-pace",
+    ]  # fmt: skip
+
+
+def train_distributed(cfg: TrainConfig, learner_overrides: dict | None = None) -> int:
+    n = cfg.actors
+    token = secrets.token_urlsafe(32)
+    overrides = {"max_actor_lead": 100 * n, **(learner_overrides or {})}  # sim actors keep the learner's pace
+    config = LearnerConfig(train=cfg, link=LinkConfig(port=0), **overrides)
+    learner = Learner(config, token=token)
+    port = learner.start()
+    print(f"run folder: {learner.run_dir.path}")
+    env = {**os.environ, "ROBOT_RL_TOKEN": token}
+    procs: list[subprocess.Popen] = []
+    logs = []
+    try:
+        for i in range(n):
+            out = open(Path(learner.run_dir.path) / f"actor-{i}.log", "ab")  # noqa: SIM115 - closed below
+            logs.append(out)
+            procs.append(
+                subprocess.Popen(
+                    actor_command(learner.train, i, port, n), env=env, stdout=out, stderr=subprocess.STDOUT
+                )
+            )
+        result = learner.run()
+    except KeyboardInterrupt:
+        result = None
+    finally:
+        learner.stop()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                log.warning("actor process %d did not exit; terminating it", p.pid)
+                p.terminate()
+                p.wait(timeout=10)
+        learner.close()
+        for f in logs:
+            f.close()
+    bad = [i for i, p in enumerate(procs) if p.returncode not in (0, None)]
+    if bad:
+        print(f"actor(s) {bad} exited with an error; see actor-<i>.log in the run folder", file=sys.stderr)
+    if result is not None:
+        print(f"final eval: {result.summary()}")
+    print(f"run folder: {learner.run_dir.path}")
+    return 1 if bad else 0

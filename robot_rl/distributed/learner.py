@@ -1,0 +1,385 @@
+"""``Learner``: the training process of the actor/learner split.
+
+Composes what ``Trainer`` uses (``SACAgent``, ``ReplayBuffer``, ``MixedSampler``, ``RunDir``, ``evaluate``)
+with the link: ``LinkServer`` (gRPC), ``Ingestor`` (de-duplication, acknowledgements) and ``ReplayLog``
+(durability). The run folder has ``Trainer``'s layout (``config.json`` holds the ``TrainConfig``, so
+``robot-rl eval RUN`` works) plus ``distributed.json``, ``replay_log/`` and ``learner_address.json``.
+Started again on the same run folder it resumes: model, optimisers and counters from the last checkpoint,
+replay and de-duplication state from the replay log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from robot_rl.agents.sac import SACAgent
+from robot_rl.data.demos import _atomic_write, load_demos
+from robot_rl.data.episode import Episode
+from robot_rl.data.replay import ReplayBuffer, describe_space
+from robot_rl.data.sampler import MixedSampler
+from robot_rl.distributed.assembler import AssembledEpisode
+from robot_rl.distributed.codec import dump_weights
+from robot_rl.distributed.config import LearnerConfig
+from robot_rl.distributed.ingest import Ingestor
+from robot_rl.distributed.prior import load_prior_episodes
+from robot_rl.distributed.replay_log import ReplayLog
+from robot_rl.distributed.server import LinkServer
+from robot_rl.distributed.spec import env_spec, make_env
+from robot_rl.training.env_factory import is_robot_rl_task
+from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
+from robot_rl.training.loop import CHECKPOINT, EXTRAS, load_run_config
+from robot_rl.training.record import record_scripted_demos
+from robot_rl.training.run_dir import RunDir, atomic_write_text
+from robot_rl.utils.config_io import to_jsonable
+
+log = logging.getLogger("robot_rl.distributed")
+DISTRIBUTED_FILE = "distributed.json"
+ADDRESS_FILE = "learner_address.json"
+VERSION_FILE = "weights_version.json"
+
+
+def _with_extras(episode: Episode) -> Episode:
+    n = len(episode)
+    infos = {
+        "intervention": np.asarray(episode.infos.get("intervention", np.zeros(n)), np.bool_),
+        "grasp_penalty": np.asarray(episode.infos.get("grasp_penalty", np.zeros(n)), np.float32),
+    }
+    return dataclasses.replace(episode, infos=infos)
+
+
+class Learner:
+    """``start()`` serves, ``run()`` trains until the budget or ``stop()``, ``close()`` flushes and
+    checkpoints."""
+
+    def __init__(self, config: LearnerConfig, token: str | None = None) -> None:
+        t = config.train
+        path = Path(t.resume or t.run_dir or RunDir.default_path(t.task, t.obs))
+        self.resuming = (path / DISTRIBUTED_FILE).exists()
+        if t.resume is not None and not self.resuming:
+            raise FileNotFoundError(f"--resume {path}: not a distributed run folder (no {DISTRIBUTED_FILE})")
+        if self.resuming:  # the run's own config wins; only the budget and cosmetics may change
+            saved = load_run_config(path)
+            t = dataclasses.replace(
+                saved, run_dir=path, resume=None, total_env_steps=t.total_env_steps, progress=t.progress
+            )
+        else:
+            t = dataclasses.replace(t, run_dir=path)
+        self.config = cfg = dataclasses.replace(config, train=t)
+        self.train = t
+        self._token = token or cfg.link.token()
+        torch.set_num_threads(max(1, t.torch_threads))
+        torch.manual_seed(t.seed)
+        self.run_dir = RunDir(path)
+        self.env = make_env(
+            t.task,
+            t.obs,
+            t.image_size,
+            t.cameras,
+            cfg.env_factory,
+            cfg.env_kwargs,
+            dense_reward=t.dense_reward,
+        )
+        self.spec = env_spec(self.env, cfg.env_factory or t.task, t.dense_reward)
+        self.eval_env = self.env if cfg.evaluate else None
+        space, action_space = self.env.observation_space, self.env.action_space
+        action_dim = action_space.shape[0]
+        self.agent = SACAgent(t.agent, space, action_space, device=t.device, seed=t.seed)
+        self.replay = ReplayBuffer(space, action_dim, t.replay, extras_keys=EXTRAS, seed=t.seed)
+        self.demo_replay = ReplayBuffer(space, action_dim, t.replay, extras_keys=EXTRAS, seed=t.seed + 1)
+        self.sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
+        self._replay_lock = threading.Lock()
+        self.env_steps = self.episodes = self.updates = self.update_calls = self.weights_version = 0
+        self._published_updates = -1
+        self._events: deque[tuple[int, dict[str, float]]] = deque()  # ingest threads -> main thread
+        self.last_eval: EvalResult | None = None
+        self._stop = threading.Event()
+        self._fatal: BaseException | None = None
+        if not self.resuming:
+            self.run_dir.create(t)
+            doc = {k: v for k, v in to_jsonable(cfg).items() if k != "train"}
+            atomic_write_text(path / DISTRIBUTED_FILE, json.dumps(doc, indent=2))
+        meta = {"observation_space": describe_space(space), "action_dim": int(action_dim), "spec": self.spec}
+        self.replay_log = ReplayLog(path / "replay_log", meta, segment_bytes=cfg.segment_mb * 2**20)
+        self.ingestor = Ingestor(space, action_dim, self.replay_log, self._on_episode)
+        if self.resuming:
+            self._load_checkpoint()
+            n = self.ingestor.restore(cfg.skip_corrupt_chunks)
+            log.info(
+                "resumed %s: %d records from the replay log -> %d transitions in %d episodes, %d updates",
+                path,
+                n,
+                self.env_steps,
+                self.episodes,
+                self.updates,
+            )
+        else:
+            self.replay_log.open_for_append()
+        self._load_demos()
+        version_file = path / VERSION_FILE  # every version ever published is above all earlier ones
+        published = json.loads(version_file.read_text())["version"] if version_file.exists() else 0
+        self.weights_version = max(self.weights_version, self.ingestor.max_policy_version, published)
+        self.learner_id = uuid.uuid4().hex
+        self.server = LinkServer(
+            cfg.link,
+            self._token,
+            self.spec,
+            json.dumps(to_jsonable(t.agent)),
+            self.ingestor,
+            cfg.max_actors,
+            self.learner_id,
+        )
+        self._flusher: threading.Thread | None = None
+        self.port = 0
+
+    # --------------------------------------------------------------------------------------------- data
+    def _on_episode(self, done: AssembledEpisode, restoring: bool) -> None:
+        """Ingest threads (or ``restore``): a finished episode -> replay + counters + metrics."""
+        episode = done.episode
+        with self._replay_lock:
+            self.replay.add_episode(_with_extras(episode))
+        self.env_steps += len(episode)
+        self.episodes += 1
+        if not restoring:
+            lag = self.weights_version - float(done.policy_versions.mean())
+            self._events.append(
+                (
+                    self.env_steps,
+                    {
+                        "return": float(episode.rewards.sum()),
+                        "length": len(episode),
+                        "success": float(episode.success),
+                        "interventions": float(episode.infos.get("intervention", np.zeros(1)).sum()),
+                        "policy_lag": lag,
+                    },
+                )
+            )
+
+    def _load_demos(self) -> None:
+        t, cfg = self.train, self.config
+        recorded = self.run_dir.path / "demos"
+        if t.demos is not None:
+            episodes, source = load_demos(t.demos), str(t.demos)
+        elif (recorded / "meta.json").exists():
+            episodes, source = load_demos(recorded), str(recorded)
+        elif t.scripted_demos > 0 and cfg.env_factory is None and is_robot_rl_task(t.task):
+            episodes, stats = record_scripted_demos(
+                self.env, t.task, t.scripted_demos, recorded, noise_std=t.demo_noise, seed=t.seed
+            )
+            source = f"{stats.kept} scripted expert demos -> {recorded}"
+        else:
+            episodes, source = [], "none"
+        for run in cfg.prior_replay:
+            prior = load_prior_episodes(run, self.env.observation_space, self.env.action_space.shape[0])
+            episodes = [*episodes, *prior]
+            source += f"; {len(prior)} prior episodes from {run}"
+        for episode in episodes:
+            self.demo_replay.add_episode(_with_extras(episode))
+        log.info("demos/prior: %s; %d transitions", source, len(self.demo_replay))
+
+    def _sample(self) -> Any:
+        with self._replay_lock:
+            return self.sampler.sample(self.train.batch_size, self.train.device)
+
+    # ---------------------------------------------------------------------------------------- lifecycle
+    def start(self) -> int:
+        """Listen (returns the port), publish the current weights, start the replay-log flusher."""
+        self.port = self.server.start()
+        address = {"host": self.config.link.host, "port": self.port, "learner_id": self.learner_id}
+        atomic_write_text(self.run_dir.path / ADDRESS_FILE, json.dumps(address))
+        self._publish()
+        self._flusher = threading.Thread(target=self._flush_loop, name="replay-log-flush", daemon=True)
+        self._flusher.start()
+        return self.port
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(self.config.flush_period_s):
+            try:
+                self.ingestor.flush()
+            except BaseException as e:  # disk full, I/O error: nothing more can be acknowledged
+                log.error("replay log flush failed, stopping the learner: %s", e)
+                self._fatal = e
+                self._stop.set()
+
+    def stop(self) -> None:
+        """Ask ``run`` to return (signal handlers, other threads)."""
+        self._stop.set()
+
+    def _publish(self) -> None:
+        """Publish the actor weights under a new version, made durable first (unique across restarts)."""
+        self.weights_version += 1
+        doc = json.dumps({"version": self.weights_version}).encode()
+        _atomic_write(self.run_dir.path / VERSION_FILE, lambda f: f.write(doc))
+        self.server.publish(self.weights_version, self.updates, dump_weights(self.agent))
+        self._published_updates = self.updates
+
+    def _may_update(self) -> bool:
+        t, ratio = self.train, self.config.max_update_ratio
+        if self.env_steps < t.learning_starts or len(self.replay) == 0:
+            return False
+        return ratio == 0 or self.update_calls < ratio * (self.env_steps - t.learning_starts + 1)
+
+    def run(self) -> EvalResult | None:
+        """Train until ``train.total_env_steps`` transitions arrived (then stop the actors) or ``stop()``."""
+        cfg, t = self.config, self.train
+        if self._flusher is None:
+            self.start()
+        now = time.monotonic()
+        next_publish, next_ckpt, next_log = now + cfg.weights_period_s, now + cfg.checkpoint_period_s, now
+        next_eval = (self.env_steps // t.eval_every + 1) * t.eval_every
+        last_steps, last_time, budget_done, budget_time = self.env_steps, now, False, 0.0
+        while not self._stop.is_set():
+            self._log_events()
+            if cfg.stop_at_budget and self.env_steps >= t.total_env_steps and not budget_done:
+                budget_done, budget_time = True, time.monotonic()  # actors stop; owed updates still run
+                self.server.stop_requested = True
+                log.info("budget of %d transitions reached: asking actors to stop", t.total_env_steps)
+            owed = cfg.max_update_ratio > 0 and self._may_update()
+            if budget_done and not owed and self._actors_gone(budget_time):
+                break
+            if cfg.max_actor_lead > 0 and cfg.max_update_ratio > 0 and self.env_steps >= t.learning_starts:
+                unmatched = self.env_steps - t.learning_starts + 1 - self.update_calls / cfg.max_update_ratio
+                self.server.hold = unmatched > cfg.max_actor_lead
+            if self._may_update():
+                metrics = self.agent.update(self._sample)
+                self.update_calls += 1
+                self.updates += t.agent.utd_ratio
+                if self.update_calls % 250 == 0:
+                    self.run_dir.log("train", self.env_steps, metrics)
+            else:
+                self._stop.wait(0.005)
+            now = time.monotonic()
+            if now >= next_publish:
+                next_publish = now + cfg.weights_period_s
+                if self.updates != self._published_updates:
+                    self._publish()
+            if now >= next_ckpt:
+                next_ckpt = now + cfg.checkpoint_period_s
+                self.save_checkpoint()
+            if self.eval_env is not None and self.env_steps >= next_eval:
+                next_eval = (self.env_steps // t.eval_every + 1) * t.eval_every
+                self._evaluate()
+            if now >= next_log:
+                rate = (self.env_steps - last_steps) / max(now - last_time, 1e-9)
+                self._log_link(rate)
+                next_log, last_steps, last_time = now + cfg.log_period_s, self.env_steps, now
+        if self._fatal is not None:
+            raise RuntimeError(f"learner stopped: {self._fatal}") from self._fatal
+        if budget_done and self.eval_env is not None:
+            self._evaluate()
+        return self.last_eval
+
+    def _actors_gone(self, since: float, grace_s: float = 30.0) -> bool:
+        """Every actor delivered its last episode and left (no push for 2 s), or ``grace_s`` passed."""
+        if time.monotonic() - since > grace_s:
+            return True
+        return all(time.time() - a.last_seen > 2.0 for a in self.ingestor.snapshot())
+
+    def close(self) -> None:
+        """Final flush and checkpoint; stop serving. Safe to call more than once."""
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join(5.0)
+        self.server.stop()
+        if self._fatal is None:
+            self.ingestor.flush()
+        self.replay_log.close()
+        self.save_checkpoint()
+        self._log_events()
+        self.run_dir.plot_learning_curve()
+        self.run_dir.close()
+        self.env.close()
+
+    # --------------------------------------------------------------------------------------- reporting
+    def _log_events(self) -> None:
+        while self._events:
+            step, values = self._events.popleft()
+            self.run_dir.log("episode", step, values)
+
+    def _log_link(self, rate: float) -> None:
+        actors = self.ingestor.snapshot()
+        stats = {
+            "transitions_per_s": rate,
+            "actors_connected": float(sum(time.time() - a.last_seen < 5 for a in actors)),
+            "dropped_steps": float(sum(a.stats.get("dropped_steps", 0) for a in actors)),
+            "duplicates": float(sum(a.duplicates for a in actors)),
+            "weights_version": float(self.weights_version),
+            "unflushed_records": float(self.ingestor.pending_records),
+            "updates": float(self.updates),
+        }
+        self.run_dir.log("link", self.env_steps, stats)
+        if self.train.progress:
+            log.info(
+                "[learner] %d transitions (%.0f/s), %d episodes, %d updates, weights v%d, %d actors, "
+                "%d dropped by actors, %d duplicates ignored",
+                self.env_steps,
+                rate,
+                self.episodes,
+                self.updates,
+                self.weights_version,
+                stats["actors_connected"],
+                stats["dropped_steps"],
+                stats["duplicates"],
+            )
+
+    def _evaluate(self) -> None:
+        assert self.eval_env is not None
+        if self.config.max_actor_lead > 0:  # no updates while evaluating: paced actors wait meanwhile
+            self.server.hold = True
+        t = self.train
+        result = evaluate(
+            lambda o: self.agent.act(o, deterministic=True), self.eval_env, t.eval_episodes, EVAL_SEED_BASE
+        )
+        self.last_eval = result
+        lo, hi = result.ci95
+        self.run_dir.log(
+            "eval",
+            self.env_steps,
+            {
+                "success_rate": result.success_rate,
+                "success_ci_low": lo,
+                "success_ci_high": hi,
+                "return": result.mean_return,
+                "length": result.mean_length,
+            },
+        )
+        self.run_dir.plot_learning_curve()
+        log.info("[%d transitions] eval: %s", self.env_steps, result.summary())
+
+    # --------------------------------------------------------------------------------------- checkpoints
+    def save_checkpoint(self) -> Path:
+        """Agent (networks, optimisers, RNG) + counters, atomically. The replay is in the replay log."""
+        state = {
+            "agent": self.agent.state_dict(),
+            "env_steps": self.env_steps,
+            "episodes": self.episodes,
+            "updates": self.updates,
+            "update_calls": self.update_calls,
+            "weights_version": self.weights_version,
+            "torch_rng": torch.get_rng_state(),
+        }
+        self.run_dir.checkpoints.mkdir(parents=True, exist_ok=True)
+        final = self.run_dir.checkpoints / CHECKPOINT
+        _atomic_write(final, lambda f: torch.save(state, f))
+        return final
+
+    def _load_checkpoint(self) -> None:
+        path = self.run_dir.checkpoints / CHECKPOINT
+        if not path.exists():
+            log.warning("%s: no checkpoint yet; the model starts fresh (the replay log is still used)", path)
+            return
+        state = torch.load(path, map_location=self.train.device, weights_only=False)
+        self.agent.load_state_dict(state["agent"])
+        self.updates, self.update_calls = int(state["updates"]), int(state.get("update_calls", 0))
+        self.weights_version = int(state.get("weights_version", 0))
+        torch.set_rng_state(state["torch_rng"])

@@ -1,0 +1,79 @@
+"""What both ends must agree on, compared at handshake: task, observation space, action space, contract."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from robot_rl.data.replay import describe_space
+from robot_rl.training.env_factory import make_training_env
+
+
+def make_env(
+    task: str,
+    obs: str,
+    image_size: int,
+    cameras: tuple[str, ...],
+    env_factory: str | None = None,
+    env_kwargs: str = "{}",
+    render_mode: str | None = None,
+    dense_reward: bool = False,
+) -> gym.Env:
+    """``env_factory`` (``module:function``, called with ``env_kwargs``) if given, else the training task."""
+    if env_factory is None:
+        return make_training_env(
+            task, obs, image_size, cameras, render_mode=render_mode, dense_reward=dense_reward
+        )
+    module_name, _, func_name = env_factory.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), func_name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"env_factory {env_factory!r} cannot be imported: {e}") from e
+    kwargs = json.loads(env_kwargs)
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    return factory(**kwargs)
+
+
+def env_spec(env: gym.Env, task: str, dense_reward: bool = False) -> dict[str, Any]:
+    """JSON-able description of what the env emits and accepts, and how it rewards (a normalised JSON round
+    trip): actor and learner must agree on all of it."""
+    space = env.action_space
+    if not isinstance(space, gym.spaces.Box):
+        raise ValueError(f"the env's action space must be a Box, got {space}")
+    contract = getattr(env.unwrapped, "contract", None)
+    spec = {
+        "task": task,
+        "observation_space": describe_space(env.observation_space),  # type: ignore[arg-type]
+        "action_space": {
+            "shape": list(space.shape),
+            "low": np.asarray(space.low, np.float64).tolist(),
+            "high": np.asarray(space.high, np.float64).tolist(),
+        },
+        "contract": contract.to_dict() if contract is not None else None,
+        "reward": {"dense": bool(dense_reward)},
+    }
+    return json.loads(json.dumps(spec))
+
+
+def spec_diff(actor: Any, learner: Any, path: str = "spec") -> list[str]:
+    """Human-readable differences ``path: actor X != learner Y`` (empty when the specs agree)."""
+    if isinstance(actor, Mapping) and isinstance(learner, Mapping):
+        out: list[str] = []
+        for key in sorted(set(actor) | set(learner), key=str):
+            sub = f"{path}[{key!r}]" if path.endswith("space") else f"{path}.{key}"
+            if key not in actor:
+                out.append(f"{sub}: missing on the actor (learner has {learner[key]!r})")
+            elif key not in learner:
+                out.append(f"{sub}: missing on the learner (actor has {actor[key]!r})")
+            else:
+                out.extend(spec_diff(actor[key], learner[key], sub))
+        return out
+    if actor != learner:
+        return [f"{path}: actor {actor!r} != learner {learner!r}"]
+    return []
