@@ -40,12 +40,17 @@ class InterventionConfig:
     """Operator success / failure / reset buttons end the episode."""
     pause_poll_s: float = 0.05
     """Device polling period while paused (s)."""
+    pace_hz: float = 0.0
+    """Hold ``step`` to this rate (Hz) so a human can follow a simulation (0: as fast as the env runs; a
+    real robot's env paces itself)."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("hil", "rlif"):
             raise ValueError(f"InterventionConfig.mode must be 'hil' or 'rlif', got {self.mode!r}")
         if not self.pause_poll_s > 0:
             raise ValueError(f"InterventionConfig.pause_poll_s must be > 0 s, got {self.pause_poll_s}")
+        if not self.pace_hz >= 0:
+            raise ValueError(f"InterventionConfig.pace_hz must be >= 0 Hz, got {self.pace_hz}")
 
 
 @dataclass
@@ -73,14 +78,19 @@ class InterventionWrapper(gym.Wrapper):
         device: Teleoperator,
         config: InterventionConfig | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(env)
         self.device = device
         self.config = config or InterventionConfig()
         self._sleep = sleep
+        self._clock = clock
+        self._next_step_s = -float("inf")
         self.stats = InterventionStats()
         self._was_active = False
         self.paused = False
+        self.last_command = TeleopCommand()
+        """The device command executed at the last step (labelling tools read its buttons)."""
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
@@ -101,10 +111,16 @@ class InterventionWrapper(gym.Wrapper):
 
     def step(self, action: np.ndarray):
         policy_action = check_action(action, "InterventionWrapper.step(action)")
+        if self.config.pace_hz > 0:
+            now = self._clock()
+            self._next_step_s = max(self._next_step_s + 1.0 / self.config.pace_hz, now)
+            if self._next_step_s > now:
+                self._sleep(self._next_step_s - now)
         self.device.propose(policy_action)
         command = self.device.read()
         if command.buttons.pause:
             command = self._wait_while_paused()
+        self.last_command = command
         executed = command.action if command.active else policy_action
         obs, reward, terminated, truncated, info = self.env.step(executed)
         info = dict(info)

@@ -17,6 +17,7 @@ from robot_rl.agents.sac import SACAgent
 from robot_rl.data.demos import load_demos
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler
+from robot_rl.teleop.hil import episode_metrics, make_router, prepare_demo, teleop_device, wrap_training_env
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
@@ -51,7 +52,7 @@ class Trainer:
         torch.set_num_threads(max(1, cfg.torch_threads))
         torch.manual_seed(cfg.seed)
         self.run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.task, cfg.obs))
-        self.env = make_env_from_config(cfg)
+        self.env = wrap_training_env(make_env_from_config(cfg), cfg)  # teleop / reward classifier, if set
         want_video = cfg.video == "on" or (cfg.video == "auto" and cfg.obs == "pixels")
         self.record_video = want_video and is_robot_rl_task(cfg.task)
         self.eval_env = make_env_from_config(cfg, render_mode="rgb_array" if self.record_video else None)
@@ -60,6 +61,7 @@ class Trainer:
         self.replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed)
         self.demo_replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed + 1)
         self.sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
+        self.router = make_router(cfg, self.replay, self.demo_replay)  # interventions -> demos; RLIF labels
         self.env_steps = self.episodes = self.updates = 0
         self.last_eval: EvalResult | None = None
         self._rng = np.random.default_rng(cfg.seed)
@@ -89,7 +91,7 @@ class Trainer:
         for episode in episodes:
             infos = {k: episode.infos.get(k, np.zeros(len(episode), bool)) for k in ("intervention",)}
             infos["grasp_penalty"] = np.zeros(len(episode), np.float32)
-            self.demo_replay.add_episode(dataclasses.replace(episode, infos=infos))
+            self.demo_replay.add_episode(prepare_demo(dataclasses.replace(episode, infos=infos), cfg))
         self._log_line(f"demos: {source}; {len(self.demo_replay)} demo transitions")
 
     # --- main loop -------------------------------------------------------------------------------------
@@ -120,7 +122,7 @@ class Trainer:
                 "intervention": bool(info.get("intervention", False)),
                 "grasp_penalty": float(info.get("grasp_penalty", 0.0)),
             }
-            self.replay.add(obs, executed, float(reward), next_obs, terminated, truncated, extras)
+            self.router.add(obs, executed, float(reward), next_obs, terminated, truncated, extras)
             obs = next_obs
             self.env_steps += 1
             episode_return += float(reward)
@@ -146,7 +148,8 @@ class Trainer:
                 self.run_dir.log(
                     "episode",
                     self.env_steps,
-                    {"return": episode_return, "length": episode_length, "success": float(success)},
+                    {"return": episode_return, "length": episode_length, "success": float(success),
+                     **episode_metrics(info)},
                 )
                 obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
                 episode_return, episode_length = 0.0, 0
@@ -156,10 +159,14 @@ class Trainer:
             ups = (self.updates - updates_at_start) / update_time if update_time > 0 else 0.0
             bar.set_postfix(ep=self.episodes, eval=self._eval_str(), ups=f"{ups:.0f}", refresh=False)
         bar.close()
+        self.router.flush()
         self.replay.end_episode()  # the budget may end mid-episode: keep its steps, bootstrapped
         self.save_checkpoint()
         self.run_dir.plot_learning_curve()
         self.run_dir.close()
+        device = teleop_device(self.env)
+        if device is not None and device.is_connected:
+            device.disconnect()
         return self.last_eval
 
     def _eval_str(self) -> str:

@@ -1,10 +1,11 @@
-"""Record episodes (scripted expert now; teleop later) into the demo format of ``robot_rl.data.demos``."""
+"""Record episodes (scripted expert or a teleop device) into the demo format of ``robot_rl.data.demos``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -84,3 +85,58 @@ def record_scripted_demos(
         if on_episode is not None:
             on_episode(i, episode, keep)
     return kept, stats
+
+
+def record_teleop_demos(
+    env: gym.Env,
+    task: str,
+    device: Any,
+    episodes: int,
+    out: Path | None,
+    seed: int = 0,
+    keep_failed: bool = False,
+    on_episode: Callable[[int, Episode, bool], None] | None = None,
+    on_step: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+) -> tuple[list[Episode], RecordStats]:
+    """Record ``episodes`` episodes driven by a teleop ``device`` (a connected ``Teleoperator``) in the same
+    format as scripted demos. The policy is "hold still": the arm moves only while the human acts (HIL-SERL's
+    ``record_demos``). An episode ends at the env's time limit / success or on the operator's success, failure
+    or reset button. Human devices are paced at the env's control rate; ``on_step(t, obs)`` shows progress."""
+    from robot_rl.envs.intervention import InterventionConfig, InterventionWrapper
+
+    pace_hz = float(env.metadata.get("render_fps", 10)) if device.realtime else 0.0
+    wrapped = InterventionWrapper(env, device, InterventionConfig(pace_hz=pace_hz))
+    contract = getattr(env.unwrapped, "contract", None)
+    writer = DemoWriter(out, DemoMeta(task=task, contract=contract)) if out is not None and contract else None
+    hold = np.zeros(env.action_space.shape, np.float32)  # arm still, gripper latch kept
+    kept: list[Episode] = []
+    stats = RecordStats()
+    for i in range(episodes):
+        act = _HoldStill(hold, on_step)
+        episode = rollout_episode(wrapped, act, DEMO_SEED_BASE + seed * 10_000 + i)
+        stats.recorded += 1
+        stats.total_steps += len(episode)
+        stats.successes += episode.success
+        keep = episode.success or keep_failed
+        if keep:
+            kept.append(episode)
+            stats.kept += 1
+            if writer is not None:
+                writer.write(episode)
+        if on_episode is not None:
+            on_episode(i, episode, keep)
+    return kept, stats
+
+
+class _HoldStill:
+    """The "policy" of teleop recording: the zero action, with a progress hook."""
+
+    def __init__(self, hold: np.ndarray, on_step: Callable[[int, dict], None] | None) -> None:
+        self.hold, self.on_step = hold, on_step
+        self.t = 0
+
+    def __call__(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        if self.on_step is not None:
+            self.on_step(self.t, obs)
+        self.t += 1
+        return self.hold

@@ -1,0 +1,96 @@
+"""Reward classifier: held-out accuracy on simulated frames, and a policy trained on its reward.
+
+    python bench/classifier.py --task pick_cube --episodes 60 --steps 600 --policy-budget 20000 --seeds 0 1 2
+
+1. Record ``--episodes`` episodes of success / failure frames unattended (a noisy scripted expert drives;
+   labels = the task's true success; the env does not end on success, so held-up frames accumulate).
+2. Train the classifier (episode-level split: train / validation for the threshold / test for the report).
+3. With ``--policy-budget > 0``: train a state policy twice per seed, once on the task's true sparse reward
+   and once on the classifier's (cameras rendered for the classifier from the sim scene, the env's own
+   success termination turned into a truncation), and compare deterministic success on held-out seeds
+   (judged by the task's true success). Goal: classifier >= 80% of true-reward success.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from robot_rl.agents.config import SACConfig
+from robot_rl.rewards.classifier import save_classifier
+from robot_rl.rewards.config import ClassifierConfig
+from robot_rl.rewards.dataset import load_frames, record_success_fail, true_success_label
+from robot_rl.rewards.train import train_classifier
+from robot_rl.teleop.corrector import CorrectorConfig, ScriptedCorrector
+from robot_rl.training.config import TrainConfig
+from robot_rl.training.loop import Trainer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="pick_cube")
+    parser.add_argument("--episodes", type=int, default=60)
+    parser.add_argument("--noise", type=float, default=0.6)
+    parser.add_argument("--image-size", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--policy-budget", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument("--utd", type=int, default=SACConfig.utd_ratio)
+    parser.add_argument("--num-critics", type=int, default=SACConfig.num_critics)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("runs/bench_classifier"))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    from robot_rl.sim import make_env
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    root = args.out / f"{stamp}-{args.task}"
+    t0 = time.time()
+    env = make_env(args.task, obs_mode="pixels", image_size=args.image_size, terminate_on_success=False)
+    device = ScriptedCorrector(CorrectorConfig(threshold=float("inf"), p_takeover_random=1.0, takeover_steps=1,
+                                               expert_noise_std=args.noise, seed=0))
+    _, stats = record_success_fail(env, args.task, device, args.episodes, root / "frames", true_success_label)
+    print(f"recorded {stats.frames} frames ({stats.positives} success) in {time.time() - t0:.0f} s", flush=True)
+
+    t0 = time.time()
+    frames = load_frames([root / "frames"])
+    model, report = train_classifier(frames, ClassifierConfig(steps=args.steps, torch_threads=args.threads))
+    clf_path = root / "success.pt"
+    save_classifier(clf_path, model, report.threshold, report.as_dict())
+    print(f"classifier: {report.summary()} [{time.time() - t0:.0f} s]", flush=True)
+    summary: dict = {"args": vars(args), "classifier": report.as_dict(), "policies": []}
+
+    if args.policy_budget > 0:
+        for seed in args.seeds:
+            row = {"seed": seed}
+            for name, classifier in (("true_reward", None), ("classifier_reward", clf_path)):
+                cfg = TrainConfig(
+                    task=args.task, total_env_steps=args.policy_budget, eval_every=args.policy_budget,
+                    eval_episodes=args.eval_episodes, seed=seed, progress=False, video="off",
+                    torch_threads=args.threads, reward_classifier=classifier, run_dir=root / f"{name}-s{seed}",
+                    agent=dataclasses.replace(SACConfig(), utd_ratio=args.utd, num_critics=args.num_critics),
+                )
+                t0 = time.time()
+                result = Trainer(cfg).run()
+                row[name] = result.success_rate if result else None
+                row[f"{name}_wall_s"] = round(time.time() - t0)
+            summary["policies"].append(row)
+            print("policy", json.dumps(row), flush=True)
+        true = np.mean([r["true_reward"] for r in summary["policies"]])
+        learned = np.mean([r["classifier_reward"] for r in summary["policies"]])
+        ratio = learned / true if true > 0 else float("nan")
+        print(f"\nsuccess: true reward {true:.0%}, classifier reward {learned:.0%} ({ratio:.0%} of true)")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "summary.json").write_text(json.dumps(summary, default=str, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""RLIF with a degraded expert and no task reward: does the policy end up better than the expert?
+
+    python bench/rlif.py --task pick_cube --expert-noise 0.8 --budget 20000 --seeds 0 1 2 3 4
+
+1. The degraded expert (the scripted expert plus ``--expert-noise`` Gaussian action noise) is evaluated alone
+   on the held-out evaluation seeds: its success rate is the bar (aim for 50-70%).
+2. RLPD trains with ``intervention_mode=rlif``: the learner never sees the task reward (demos recorded by the
+   degraded expert with rewards zeroed; online rewards 0 except -1 on the last policy step before each
+   takeover). The corrector takes over when the policy drifts from the noise-free plan (probability
+   ``--p-drift``, RLIF: 0.95) or at random (``--p-random``, RLIF: 0.05) and then acts *degraded* for k steps.
+3. Reported: final deterministic success of the policy alone vs the expert, and the intervention rate over
+   the first and last 10% of episodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from robot_rl.agents.config import SACConfig
+from robot_rl.teleop.corrector import CorrectorConfig
+from robot_rl.training.config import TrainConfig
+from robot_rl.training.evaluate import EVAL_SEED_BASE, wilson_interval
+from robot_rl.training.loop import Trainer
+
+
+def rate_first_last(rates: np.ndarray) -> tuple[float, float]:
+    """Mean intervention rate over the first and the last 10% of episodes (at least one each)."""
+    if len(rates) == 0:
+        return float("nan"), float("nan")
+    k = max(1, len(rates) // 10)
+    return float(rates[:k].mean()), float(rates[-k:].mean())
+
+
+def expert_success(task: str, noise: float, episodes: int, seed: int = 0) -> float:
+    """Success rate of the degraded expert alone on the evaluation seeds."""
+    from robot_rl.sim import make_env, make_expert
+
+    env = make_env(task)
+    successes = 0
+    for i in range(episodes):
+        env.reset(seed=EVAL_SEED_BASE + i)
+        expert = make_expert(env, noise_std=noise, seed=seed * 100_000 + i)
+        done, success = False, False
+        while not done:
+            _, _, terminated, truncated, info = env.step(expert.act(env.scene))
+            success |= bool(info["is_success"])
+            done = terminated or truncated
+        successes += success
+    return successes / episodes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="pick_cube")
+    parser.add_argument("--expert-noise", type=float, default=0.8)
+    parser.add_argument("--budget", type=int, default=20_000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--eval-every", type=int, default=2000)
+    parser.add_argument("--eval-episodes", type=int, default=50)
+    parser.add_argument("--expert-episodes", type=int, default=100)
+    parser.add_argument("--demos", type=int, default=10)
+    parser.add_argument("--learning-starts", type=int, default=500)
+    parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold)
+    parser.add_argument("--takeover-steps", type=int, default=4, help="k (RLIF sim: 4)")
+    parser.add_argument("--p-drift", type=float, default=0.95)
+    parser.add_argument("--p-random", type=float, default=0.05)
+    parser.add_argument("--utd", type=int, default=SACConfig.utd_ratio)
+    parser.add_argument("--num-critics", type=int, default=SACConfig.num_critics)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("runs/bench_rlif"))
+    args = parser.parse_args()
+
+    start = time.time()
+    bar = expert_success(args.task, args.expert_noise, args.expert_episodes)
+    lo, hi = wilson_interval(round(bar * args.expert_episodes), args.expert_episodes)
+    print(f"degraded expert (noise {args.expert_noise}): success {bar:.0%} (95% CI {lo:.0%}-{hi:.0%}) over "
+          f"{args.expert_episodes} eval episodes [{time.time() - start:.0f} s]", flush=True)
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    rows = []
+    for seed in args.seeds:
+        corrector = CorrectorConfig(threshold=args.drift, takeover_steps=args.takeover_steps,
+                                    p_takeover_on_drift=args.p_drift, p_takeover_random=args.p_random,
+                                    expert_noise_std=args.expert_noise, seed=seed)
+        cfg = TrainConfig(
+            task=args.task, total_env_steps=args.budget, eval_every=args.eval_every,
+            eval_episodes=args.eval_episodes, seed=seed, progress=False, scripted_demos=args.demos,
+            demo_noise=args.expert_noise, learning_starts=args.learning_starts, video="off",
+            torch_threads=args.threads, teleop="scripted", intervention_mode="rlif", corrector=corrector,
+            run_dir=args.out / f"{stamp}-{args.task}-rlif-s{seed}",
+            agent=dataclasses.replace(SACConfig(), utd_ratio=args.utd, num_critics=args.num_critics,
+                                      hidden_dims=(args.hidden, args.hidden)),
+        )
+        t0 = time.time()
+        trainer = Trainer(cfg)
+        result = trainer.run()
+        _, rates = trainer.run_dir.read_metrics("episode", "intervention_rate")
+        _, takeovers = trainer.run_dir.read_metrics("episode", "takeovers")
+        _, human_steps = trainer.run_dir.read_metrics("episode", "intervention_steps")
+        first, last = rate_first_last(rates)
+        row = {"seed": seed, "final_success": result.success_rate if result else None, "rate_first": first,
+               "rate_last": last, "intervention_steps": int(human_steps.sum()),
+               "takeovers": int(takeovers.sum()), "wall_s": round(time.time() - t0)}
+        rows.append(row)
+        print("rlif", json.dumps(row), flush=True)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stamp}-{args.task}.json").write_text(json.dumps(vars(args) | {"expert_success": bar,
+                                                                                 "results": rows}, default=str))
+    finals = [r["final_success"] for r in rows]
+    print("\n| | success | intervention rate first -> last 10% |\n|---|---|---|")
+    print(f"| degraded expert | {bar:.0%} | - |")
+    for r in rows:
+        print(f"| RLIF seed {r['seed']} | {r['final_success']:.0%} | {r['rate_first']:.2f} -> {r['rate_last']:.2f} |")
+    print(f"RLIF mean {np.mean(finals):.0%} vs expert {bar:.0%}: {100 * (np.mean(finals) - bar):+.0f} points")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""Glue between ``TrainConfig`` and the human-in-the-loop pieces, used by ``Trainer`` and the CLI.
+
+``wrap_training_env`` puts the intervention wrapper (``--teleop``) and the reward-classifier wrapper
+(``--reward-classifier``) around the training env (never around the evaluation env: evaluation measures the
+policy alone against the task's true success). ``make_router`` decides where each transition is stored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from robot_rl.data.episode import Episode
+from robot_rl.envs.intervention import InterventionConfig, InterventionWrapper
+from robot_rl.teleop import make_teleop
+from robot_rl.teleop.base import Teleoperator
+from robot_rl.teleop.routing import StepBuffer, TransitionRouter
+
+RLIF_PENALTY = -1.0
+
+
+def wrap_training_env(env: gym.Env, cfg: Any, device: Teleoperator | None = None) -> gym.Env:
+    """``cfg`` is a ``TrainConfig``; ``device`` overrides ``cfg.teleop`` (tests, the ROS actor)."""
+    if cfg.reward_classifier is not None:
+        from robot_rl.rewards.wrapper import wrap_with_classifier
+
+        env = wrap_with_classifier(env, cfg.reward_classifier, cfg.classifier_threshold)
+    if device is None and cfg.teleop != "none":
+        device = make_teleop(cfg.teleop, cfg.corrector)
+    if device is not None:
+        if not device.is_connected:
+            device.connect()
+        pace = float(env.metadata.get("render_fps", 10)) if device.realtime else 0.0  # a human follows the sim
+        env = InterventionWrapper(env, device, InterventionConfig(mode=cfg.intervention_mode, pace_hz=pace))
+    return env
+
+
+def teleop_device(env: gym.Env) -> Teleoperator | None:
+    """The device of the outermost ``InterventionWrapper`` in ``env``'s wrapper chain, if any."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, InterventionWrapper):
+            return env.device
+        env = env.env
+    return None
+
+
+def make_router(cfg: Any, online: StepBuffer, demo: StepBuffer) -> TransitionRouter:
+    return TransitionRouter(
+        online,
+        demo,
+        interventions_to_demo=cfg.teleop != "none" and cfg.interventions_to_demos,
+        rlif_penalty=RLIF_PENALTY if cfg.intervention_mode == "rlif" else None,
+    )
+
+
+def prepare_demo(episode: Episode, cfg: Any) -> Episode:
+    """Demos for RLIF carry no task reward (RLIF zeroes its offline data's rewards)."""
+    if cfg.intervention_mode != "rlif":
+        return episode
+    return dataclasses.replace(episode, rewards=np.zeros_like(episode.rewards))
+
+
+def episode_metrics(info: dict[str, Any]) -> dict[str, float]:
+    """Per-episode intervention numbers to log (empty without a teleop device)."""
+    return dict(info.get("intervention_stats", {}))

@@ -1,0 +1,46 @@
+"""Smoke runs: record-success-fail (scripted, unattended) -> train-classifier -> train --reward-classifier."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("robot_rl.sim")  # sets MUJOCO_GL before mujoco loads
+
+from robot_rl.cli import main
+from robot_rl.rewards.dataset import load_frames
+
+TINY_TRAIN = ["--agent.hidden-dims", "32", "32", "--agent.num-critics", "2", "--agent.utd-ratio", "1",
+              "--batch-size", "32", "--learning-starts", "50", "--eval-episodes", "1", "--torch-threads", "1",
+              "--no-progress"]
+
+
+def test_record_train_and_use_a_classifier(tmp_path: Path, capsys) -> None:
+    data = tmp_path / "sf"
+    assert main(["record-success-fail", "--task", "pick_cube", "--episodes", "4", "--noise", "0", "--out",
+                 str(data)]) == 0
+    frames = load_frames([data])
+    assert len(frames) == 4 * 80 and 0 < frames.labels.sum() < len(frames)  # held up after success: positives
+    assert frames.observations["images/front"].shape[1:] == (64, 64, 3)
+    assert "success" in capsys.readouterr().out
+
+    clf = tmp_path / "clf" / "success.pt"
+    assert main(["train-classifier", "--data", str(data), "--out", str(clf), "--classifier.steps", "10",
+                 "--classifier.batch-size", "16", "--classifier.cnn-channels", "8", "8", "8", "8"]) == 0
+    report = json.loads(clf.with_suffix(".json").read_text())
+    assert {"threshold", "test_accuracy", "test_confusion", "frames"} <= set(report)
+    assert "held-out accuracy" in capsys.readouterr().out
+
+    run = tmp_path / "run"
+    # a state policy, rewarded by the image classifier (cameras rendered for it from the sim scene)
+    assert main(["train", "--task", "pick_cube", "--total-env-steps", "90", "--eval-every", "90",
+                 "--scripted-demos", "1", "--reward-classifier", str(clf), "--run-dir", str(run), *TINY_TRAIN]) == 0
+    assert (run / "checkpoints" / "latest.pt").exists()
+
+
+def test_bad_arguments_fail_with_a_message(tmp_path: Path, capsys) -> None:
+    assert main(["record-success-fail", "--task", "Pendulum-v1", "--out", str(tmp_path / "x")]) == 2
+    assert "not a robot_rl task" in capsys.readouterr().err
+    assert main(["train-classifier", "--data", str(tmp_path / "missing")]) == 2
