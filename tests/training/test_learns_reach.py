@@ -17,7 +17,7 @@ from robot_rl.training.loop import Trainer
 def test_learns_reach_from_state(tmp_path: Path) -> None:
     # Small networks and a high UTD keep this to a few CPU minutes; the recipe is the default one otherwise.
     config = TrainConfig(
-        task="reach", total_env_steps=4000, eval_every=1000, eval_episodes=30, scripted_demos=20,
+        task="reach", total_env_steps=5000, eval_every=1000, eval_episodes=30, scripted_demos=20,
         learning_starts=300, torch_threads=1, progress=False, run_dir=tmp_path / "run", seed=0,
         agent=SACConfig(hidden_dims=(128, 128), num_critics=2, utd_ratio=8, init_temperature=0.01),
         replay=ReplayConfig(n_step=3),
