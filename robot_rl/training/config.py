@@ -10,7 +10,6 @@ from robot_rl.agents.config import SACConfig
 from robot_rl.data.replay import ReplayConfig
 from robot_rl.teleop.corrector import CorrectorConfig
 
-
 # What `robot-rl train` with no arguments runs: a recipe that learns in minutes on a laptop CPU (reach: ~95%
 # deterministic success after 5k env steps, see docs/benchmarks.md). The full RLPD/SERL recipe is SACConfig's
 # own defaults: `--agent.num-critics 10 --agent.hidden-dims 256 256 --agent.utd-ratio 4` (GPU box advised).
