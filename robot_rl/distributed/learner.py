@@ -341,18 +341,7 @@ class Learner:
             lambda o: self.agent.act(o, deterministic=True), self.eval_env, t.eval_episodes, EVAL_SEED_BASE
         )
         self.last_eval = result
-        lo, hi = result.ci95
-        self.run_dir.log(
-            "eval",
-            self.env_steps,
-            {
-                "success_rate": result.success_rate,
-                "success_ci_low": lo,
-                "success_ci_high": hi,
-                "return": result.mean_return,
-                "length": result.mean_length,
-            },
-        )
+        self.run_dir.log("eval", self.env_steps, result.metrics())
         self.run_dir.plot_learning_curve()
         log.info("[%d transitions] eval: %s", self.env_steps, result.summary())
 

@@ -32,6 +32,17 @@ class EvalResult:
     def ci95(self) -> tuple[float, float]:
         return wilson_interval(self.successes, self.episodes)
 
+    def metrics(self) -> dict[str, float]:
+        """The scalars every trainer logs under ``eval/``."""
+        lo, hi = self.ci95
+        return {
+            "success_rate": self.success_rate,
+            "success_ci_low": lo,
+            "success_ci_high": hi,
+            "return": self.mean_return,
+            "length": self.mean_length,
+        }
+
     def summary(self) -> str:
         lo, hi = self.ci95
         return (

@@ -183,18 +183,7 @@ class Trainer:
             frames=frames,
         )
         self.last_eval = result
-        lo, hi = result.ci95
-        self.run_dir.log(
-            "eval",
-            self.env_steps,
-            {
-                "success_rate": result.success_rate,
-                "success_ci_low": lo,
-                "success_ci_high": hi,
-                "return": result.mean_return,
-                "length": result.mean_length,
-            },
-        )
+        self.run_dir.log("eval", self.env_steps, result.metrics())
         if frames:
             self.run_dir.save_video(frames, f"eval_{self.env_steps:07d}", fps=self._fps())
         self.run_dir.plot_learning_curve()

@@ -66,25 +66,13 @@ def record_scripted_demos(
 
     sim_env = env.unwrapped
     writer = DemoWriter(out, DemoMeta(task=task, contract=sim_env.contract)) if out is not None else None
-    kept: list[Episode] = []
-    stats = RecordStats()
-    for i in range(episodes):
-        expert = make_expert(sim_env, noise_std=noise_std, seed=DEMO_SEED_BASE + seed * 10_000 + i)
-        episode = rollout_episode(
-            env, lambda _obs, e=expert: e.act(sim_env.scene), DEMO_SEED_BASE + seed * 10_000 + i
-        )
-        stats.recorded += 1
-        stats.total_steps += len(episode)
-        stats.successes += episode.success
-        keep = episode.success or keep_failed
-        if keep:
-            kept.append(episode)
-            stats.kept += 1
-            if writer is not None:
-                writer.write(episode)
-        if on_episode is not None:
-            on_episode(i, episode, keep)
-    return kept, stats
+
+    def one_episode(i: int) -> Episode:
+        episode_seed = DEMO_SEED_BASE + seed * 10_000 + i
+        expert = make_expert(sim_env, noise_std=noise_std, seed=episode_seed)
+        return rollout_episode(env, lambda _obs: expert.act(sim_env.scene), episode_seed)
+
+    return _record(one_episode, episodes, writer, keep_failed, on_episode)
 
 
 def record_teleop_demos(
@@ -109,11 +97,25 @@ def record_teleop_demos(
     contract = getattr(env.unwrapped, "contract", None)
     writer = DemoWriter(out, DemoMeta(task=task, contract=contract)) if out is not None and contract else None
     hold = np.zeros(env.action_space.shape, np.float32)  # arm still, gripper latch kept
+
+    def one_episode(i: int) -> Episode:
+        return rollout_episode(wrapped, _HoldStill(hold, on_step), DEMO_SEED_BASE + seed * 10_000 + i)
+
+    return _record(one_episode, episodes, writer, keep_failed, on_episode)
+
+
+def _record(
+    one_episode: Callable[[int], Episode],
+    episodes: int,
+    writer: DemoWriter | None,
+    keep_failed: bool,
+    on_episode: Callable[[int, Episode, bool], None] | None,
+) -> tuple[list[Episode], RecordStats]:
+    """Record ``episodes`` episodes; keep successes (and failures if ``keep_failed``), write kept ones."""
     kept: list[Episode] = []
     stats = RecordStats()
     for i in range(episodes):
-        act = _HoldStill(hold, on_step)
-        episode = rollout_episode(wrapped, act, DEMO_SEED_BASE + seed * 10_000 + i)
+        episode = one_episode(i)
         stats.recorded += 1
         stats.total_steps += len(episode)
         stats.successes += episode.success
