@@ -83,6 +83,8 @@ class ArmEnvConfig:
     init_tcp_noise_m: float = 0.02
     """Uniform noise (m, per axis) on the TCP start position around the task's start point."""
     gains: ImpedanceGains = field(default_factory=ImpedanceGains)
+    menagerie_panda_dir: str | None = None
+    """Local ``mujoco_menagerie/franka_emika_panda`` folder: render the arm with its meshes (visual only)."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
 
     def __post_init__(self) -> None:

@@ -45,7 +45,7 @@ class ArmEnv(gym.Env):
         self.cfg = cfg = task.config.env
         self.render_mode = render_mode
         worldbody, assets = task.scene_xml()
-        self.scene = ArmScene(worldbody, assets, cfg.physics_dt_s, cfg.gains)
+        self.scene = ArmScene(worldbody, assets, cfg.physics_dt_s, cfg.gains, cfg.menagerie_panda_dir)
         task.bind(self.scene)
         self.randomizer = DomainRandomizer(self.scene, cfg.randomization)
         self.contract = ContractSpec(

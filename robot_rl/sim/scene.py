@@ -6,6 +6,7 @@ import mujoco
 import numpy as np
 
 from robot_rl.sim.arm import FINGER_MAX_OPENING_M, HOME_QPOS, ImpedanceGains, build_scene_xml
+from robot_rl.sim.menagerie import add_menagerie_visuals
 
 
 class ArmScene:
@@ -17,8 +18,11 @@ class ArmScene:
         task_assets: str = "",
         timestep_s: float = 0.002,
         gains: ImpedanceGains | None = None,
+        menagerie_panda_dir: str | None = None,
     ) -> None:
         xml = build_scene_xml(task_worldbody, task_assets, timestep_s, gains or ImpedanceGains())
+        if menagerie_panda_dir is not None:
+            xml = add_menagerie_visuals(xml, menagerie_panda_dir)
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         m = self.model
