@@ -193,8 +193,11 @@ class Trainer:
         return float(self.eval_env.metadata.get("render_fps", 10))
 
     def _log_line(self, text: str) -> None:
+        """Milestones (demos, evaluations, resume) are printed with or without the progress bar."""
         if self.config.progress:
             tqdm.write(text)
+        else:
+            print(text, flush=True)
 
     # --- checkpoints -----------------------------------------------------------------------------------
     def save_checkpoint(self) -> Path:
