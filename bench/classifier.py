@@ -1,50 +1,43 @@
 """Reward classifier: held-out accuracy on simulated frames, and a policy trained on its reward.
 
-    python bench/classifier.py --task pick_cube --episodes 60 --steps 600 --policy-budget 20000 --seeds 0 1 2
+    python bench/classifier.py --task pick_cube --episodes 60 --steps 600 --budget 20000 --seeds 0 1 2
 
 1. Record ``--episodes`` episodes of success / failure frames unattended (a noisy scripted expert drives;
    labels = the task's true success; the env does not end on success, so held-up frames accumulate).
 2. Train the classifier (episode-level split: train / validation for the threshold / test for the report).
-3. With ``--policy-budget > 0``: train a state policy twice per seed, once on the task's true sparse reward
+3. With ``--budget > 0``: train a state policy twice per seed, once on the task's true sparse reward
    and once on the classifier's (cameras rendered for the classifier from the sim scene, the env's own
    success termination turned into a truncation), and compare deterministic success on held-out seeds
-   (judged by the task's true success). Goal: classifier >= 80% of true-reward success.
+   (judged by the task's true success), both with the recipe flags of ``_recipe.py`` and the same demos.
+   Goal: classifier >= 80% of true-reward success.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from _recipe import add_recipe_args, recipe_config
 
-from robot_rl.agents.config import SACConfig
 from robot_rl.rewards.classifier import save_classifier
 from robot_rl.rewards.config import ClassifierConfig
 from robot_rl.rewards.dataset import load_frames, record_success_fail, true_success_label
 from robot_rl.rewards.train import train_classifier
 from robot_rl.teleop.corrector import CorrectorConfig, ScriptedCorrector
-from robot_rl.training.config import TrainConfig
 from robot_rl.training.loop import Trainer
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="pick_cube")
+    add_recipe_args(parser, budget=0, seeds=(0,))
     parser.add_argument("--episodes", type=int, default=60)
     parser.add_argument("--noise", type=float, default=0.6)
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--steps", type=int, default=600)
-    parser.add_argument("--policy-budget", type=int, default=0)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--utd", type=int, default=SACConfig.utd_ratio)
-    parser.add_argument("--num-critics", type=int, default=SACConfig.num_critics)
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("runs/bench_classifier"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -68,16 +61,11 @@ def main() -> None:
     print(f"classifier: {report.summary()} [{time.time() - t0:.0f} s]", flush=True)
     summary: dict = {"args": vars(args), "classifier": report.as_dict(), "policies": []}
 
-    if args.policy_budget > 0:
+    if args.budget > 0:
         for seed in args.seeds:
             row = {"seed": seed}
             for name, classifier in (("true_reward", None), ("classifier_reward", clf_path)):
-                cfg = TrainConfig(
-                    task=args.task, total_env_steps=args.policy_budget, eval_every=args.policy_budget,
-                    eval_episodes=args.eval_episodes, seed=seed, progress=False, video="off",
-                    torch_threads=args.threads, reward_classifier=classifier, run_dir=root / f"{name}-s{seed}",
-                    agent=dataclasses.replace(SACConfig(), utd_ratio=args.utd, num_critics=args.num_critics),
-                )
+                cfg = recipe_config(args, seed, reward_classifier=classifier, run_dir=root / f"{name}-s{seed}")
                 t0 = time.time()
                 result = Trainer(cfg).run()
                 row[name] = result.success_rate if result else None

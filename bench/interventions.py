@@ -12,30 +12,16 @@ Results: a markdown table on stdout and JSON under ``--out``.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+from _recipe import add_recipe_args, median_steps, rate_first_last, recipe_config, shown_steps, steps_to
 
-from robot_rl.agents.config import SACConfig
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.loop import Trainer
-
-
-def steps_to(curve: list[tuple[int, float]], threshold: float) -> int | None:
-    return next((step for step, success in curve if success >= threshold - 1e-9), None)
-
-
-def rate_first_last(rates: np.ndarray) -> tuple[float, float]:
-    """Mean intervention rate over the first and the last 10% of episodes (at least one each)."""
-    if len(rates) == 0:
-        return float("nan"), float("nan")
-    k = max(1, len(rates) // 10)
-    return float(rates[:k].mean()), float(rates[-k:].mean())
 
 
 def run(cfg: TrainConfig) -> dict:
@@ -52,22 +38,12 @@ def run(cfg: TrainConfig) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="pick_cube")
-    parser.add_argument("--budget", type=int, default=20_000)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    add_recipe_args(parser)
     parser.add_argument("--methods", nargs="+", default=["demos", "corrector"], choices=["demos", "corrector"])
     parser.add_argument("--threshold", type=float, default=0.9)
-    parser.add_argument("--eval-every", type=int, default=1000)
-    parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--demos", type=int, default=10)
-    parser.add_argument("--learning-starts", type=int, default=500)
-    parser.add_argument("--utd", type=int, default=SACConfig.utd_ratio)
-    parser.add_argument("--num-critics", type=int, default=SACConfig.num_critics)
-    parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold, help="corrector threshold")
     parser.add_argument("--takeover-steps", type=int, default=CorrectorConfig.takeover_steps)
     parser.add_argument("--cooldown", type=int, default=5, help="corrector cooldown steps after a hand-back")
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("runs/bench_interventions"))
     args = parser.parse_args()
 
@@ -77,20 +53,13 @@ def main() -> None:
         for seed in args.seeds:
             corrector = CorrectorConfig(threshold=args.drift, takeover_steps=args.takeover_steps,
                                         cooldown_steps=args.cooldown, seed=seed)
-            cfg = TrainConfig(
-                task=args.task, total_env_steps=args.budget, eval_every=args.eval_every,
-                eval_episodes=args.eval_episodes, seed=seed, progress=False, scripted_demos=args.demos,
-                learning_starts=args.learning_starts, video="off", torch_threads=args.threads,
-                teleop="scripted" if method == "corrector" else "none", corrector=corrector,
-                run_dir=args.out / f"{stamp}-{args.task}-{method}-s{seed}",
-                agent=dataclasses.replace(SACConfig(), utd_ratio=args.utd, num_critics=args.num_critics,
-                                          hidden_dims=(args.hidden, args.hidden)),
-            )
+            cfg = recipe_config(args, seed, teleop="scripted" if method == "corrector" else "none",
+                                corrector=corrector, run_dir=args.out / f"{stamp}-{args.task}-{method}-s{seed}")
             row = {"seed": seed, **run(cfg)}
             row["steps_to_threshold"] = steps_to(row["curve"], args.threshold)
             row["final_success"] = row["curve"][-1][1] if row["curve"] else None
             results.setdefault(method, []).append(row)
-            print(method, json.dumps({k: v for k, v in row.items() if k != "curve"}), flush=True)
+            print(method, json.dumps(row), flush=True)
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{stamp}-{args.task}.json").write_text(json.dumps(vars(args) | {"results": results},
@@ -100,13 +69,12 @@ def main() -> None:
     print("|---|---|---|---|---|")
     medians = {}
     for method, rows in results.items():
-        reached = [r["steps_to_threshold"] if r["steps_to_threshold"] is not None else np.inf for r in rows]
-        medians[method] = statistics.median(reached)
-        shown = ", ".join(f"{s:.0f}" if np.isfinite(s) else f">{args.budget}" for s in reached)
+        reached = [r["steps_to_threshold"] for r in rows]
+        medians[method] = median_steps(reached)
         finals = ", ".join(f"{r['final_success']:.0%}" for r in rows)
         rates = ", ".join(f"{r['rate_first']:.2f} -> {r['rate_last']:.2f}" for r in rows) if method != "demos" else "-"
         med = f"{medians[method]:.0f}" if np.isfinite(medians[method]) else "not reached"
-        print(f"| {method} | {shown} | {med} | {finals} | {rates} |")
+        print(f"| {method} | {shown_steps(reached, args.budget)} | {med} | {finals} | {rates} |")
     if {"demos", "corrector"} <= set(medians) and np.isfinite(medians["corrector"]):
         print(f"steps-to-{pct} ratio demos / corrector: {medians['demos'] / medians['corrector']:.1f}x")
 

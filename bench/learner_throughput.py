@@ -6,7 +6,9 @@ contract state plus 13 privileged dims) and 7-D actions; ``utd_ratio=1``. Both s
 an in-memory buffer of random transitions inside the timed loop. SB3 with ``n_critics=N`` takes the min over
 all N critics; ours over a random subset of 2. Both run on one CPU thread (``torch.set_num_threads(1)``).
 Rounds alternate ours / SB3 so machine noise hits both; the median round is reported. The "no LayerNorm"
-row runs SB3's architecture (the RLPD recipe's LayerNorm costs time SB3 does not spend).
+row runs SB3's architecture (the RLPD recipe's LayerNorm costs time SB3 does not spend). The bfloat16 row
+computes the hidden layers of actor and critics in bfloat16 (``SACConfig.precision``; parameters, optimiser
+state, output layers and losses stay float32); SB3 has no such mode and runs float32.
 
     python bench/learner_throughput.py            # full run (about a minute per row)
     python bench/learner_throughput.py --quick    # smoke run
@@ -32,7 +34,7 @@ from robot_rl.data.batch import Batch
 OBS_DIM, ACTION_DIM, BATCH, HIDDEN, BUFFER = 35, 7, 256, (256, 256), 10_000
 
 
-def ours(num_critics: int, **overrides: bool) -> Callable[[int], float]:
+def ours(num_critics: int, **overrides: object) -> Callable[[int], float]:
     """Returns run(steps) -> seconds for ``steps`` SACAgent updates."""
     space = gym.spaces.Dict({"state": gym.spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)})
     config = SACConfig(
@@ -121,7 +123,11 @@ def main() -> None:
 
     rows = []
     for n in (10, 2):
-        runs = {"ours": ours(n), "ours, no LayerNorm (SB3's MLP)": ours(n, critic_layer_norm=False)}
+        runs = {
+            "ours": ours(n),
+            "ours, precision=bfloat16": ours(n, precision="bfloat16"),
+            "ours, no LayerNorm (SB3's MLP)": ours(n, critic_layer_norm=False),
+        }
         if args.compile:
             runs["ours, compile=True"] = ours(n, compile=True)
         baseline = sb3(n)

@@ -15,26 +15,16 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 from pathlib import Path
 
 import numpy as np
+from _recipe import add_recipe_args, rate_first_last, recipe_config
 
-from robot_rl.agents.config import SACConfig
 from robot_rl.teleop.corrector import CorrectorConfig
-from robot_rl.training.config import TrainConfig
 from robot_rl.training.evaluate import EVAL_SEED_BASE, wilson_interval
 from robot_rl.training.loop import Trainer
-
-
-def rate_first_last(rates: np.ndarray) -> tuple[float, float]:
-    """Mean intervention rate over the first and the last 10% of episodes (at least one each)."""
-    if len(rates) == 0:
-        return float("nan"), float("nan")
-    k = max(1, len(rates) // 10)
-    return float(rates[:k].mean()), float(rates[-k:].mean())
 
 
 def expert_success(task: str, noise: float, episodes: int, seed: int = 0) -> float:
@@ -57,23 +47,13 @@ def expert_success(task: str, noise: float, episodes: int, seed: int = 0) -> flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="pick_cube")
+    add_recipe_args(parser, eval_episodes=50, seeds=(0, 1, 2, 3, 4))
     parser.add_argument("--expert-noise", type=float, default=0.8)
-    parser.add_argument("--budget", type=int, default=20_000)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--eval-every", type=int, default=2000)
-    parser.add_argument("--eval-episodes", type=int, default=50)
     parser.add_argument("--expert-episodes", type=int, default=100)
-    parser.add_argument("--demos", type=int, default=10)
-    parser.add_argument("--learning-starts", type=int, default=500)
     parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold)
     parser.add_argument("--takeover-steps", type=int, default=4, help="k (RLIF sim: 4)")
     parser.add_argument("--p-drift", type=float, default=0.95)
     parser.add_argument("--p-random", type=float, default=0.05)
-    parser.add_argument("--utd", type=int, default=SACConfig.utd_ratio)
-    parser.add_argument("--num-critics", type=int, default=SACConfig.num_critics)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("runs/bench_rlif"))
     args = parser.parse_args()
 
@@ -89,15 +69,8 @@ def main() -> None:
         corrector = CorrectorConfig(threshold=args.drift, takeover_steps=args.takeover_steps,
                                     p_takeover_on_drift=args.p_drift, p_takeover_random=args.p_random,
                                     expert_noise_std=args.expert_noise, seed=seed)
-        cfg = TrainConfig(
-            task=args.task, total_env_steps=args.budget, eval_every=args.eval_every,
-            eval_episodes=args.eval_episodes, seed=seed, progress=False, scripted_demos=args.demos,
-            demo_noise=args.expert_noise, learning_starts=args.learning_starts, video="off",
-            torch_threads=args.threads, teleop="scripted", intervention_mode="rlif", corrector=corrector,
-            run_dir=args.out / f"{stamp}-{args.task}-rlif-s{seed}",
-            agent=dataclasses.replace(SACConfig(), utd_ratio=args.utd, num_critics=args.num_critics,
-                                      hidden_dims=(args.hidden, args.hidden)),
-        )
+        cfg = recipe_config(args, seed, demo_noise=args.expert_noise, teleop="scripted", intervention_mode="rlif",
+                            corrector=corrector, run_dir=args.out / f"{stamp}-{args.task}-rlif-s{seed}")
         t0 = time.time()
         trainer = Trainer(cfg)
         result = trainer.run()

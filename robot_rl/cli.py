@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 
 import tyro
 
+from robot_rl.teleop.base import TeleopName
+
 
 @dataclass(frozen=True)
 class EvalArgs:
@@ -37,7 +39,7 @@ class RecordDemosArgs:
     keep_failed: bool = False
     """Keep episodes the expert failed (they still count as data; default drops them)."""
     seed: int = 0
-    teleop: Literal["none", "scripted", "keyboard", "spacemouse", "gamepad"] = "none"
+    teleop: TeleopName = "none"
     """Record by hand with this device (``scripted``: the corrector drives, ``--noise`` applies); the arm holds
     still while the human is idle; success / failure / reset buttons end an episode."""
 

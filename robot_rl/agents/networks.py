@@ -1,7 +1,10 @@
 """Actor, fused critic ensemble and discrete gripper head of the SAC agent (plain torch).
 
 The critic ensemble keeps every layer's parameters stacked as ``[N, in, out]`` and evaluates all N critics
-with one ``torch.baddbmm`` per layer (no Python loop over critics), so 10 critics cost one wide matmul.
+with one ``torch.baddbmm`` per layer (no Python loop over critics), so 10 critics cost one wide matmul. Its
+hidden layers can compute in bfloat16 (``compute_dtype``): parameters, gradients and optimiser state stay
+float32, the activations between hidden layers are bfloat16, and the output head runs in float32 so Q-values
+keep full precision.
 """
 
 from __future__ import annotations
@@ -50,6 +53,32 @@ def mlp(
     return nn.Sequential(*layers)
 
 
+def _select(
+    weight: torch.Tensor, bias: torch.Tensor, index: torch.Tensor | None, detach: bool, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The members ``index`` (all if None) of stacked parameters, optionally detached, cast to ``dtype``."""
+    if index is not None:
+        weight, bias = weight.index_select(0, index), bias.index_select(0, index)
+    if detach:
+        weight, bias = weight.detach(), bias.detach()
+    return weight.to(dtype), bias.to(dtype)
+
+
+def forward_mixed(net: nn.Sequential, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``net(x)`` (an ``mlp``) with its hidden layers computed in ``dtype`` and its last Linear in float32."""
+    if dtype == torch.float32:
+        return net(x)
+    x = x.to(dtype)
+    for layer in net[:-1]:
+        if isinstance(layer, nn.Linear):
+            x = F.linear(x, layer.weight.to(dtype), layer.bias.to(dtype))
+        elif isinstance(layer, nn.LayerNorm):
+            x = F.layer_norm(x, layer.normalized_shape, layer.weight.to(dtype), layer.bias.to(dtype), layer.eps)
+        else:
+            x = layer(x)
+    return net[-1](x.float())
+
+
 class EnsembleLinear(nn.Module):
     """N independent ``nn.Linear`` layers as one batched matmul.
 
@@ -65,12 +94,9 @@ class EnsembleLinear(nn.Module):
     def forward(
         self, x: torch.Tensor, index: torch.Tensor | None = None, detach_params: bool = False
     ) -> torch.Tensor:
-        """x: [B, in] (shared by all members) or [M, B, in]; returns [M, B, out] (M = len(index) or N)."""
-        w, b = self.weight, self.bias
-        if index is not None:
-            w, b = w.index_select(0, index), b.index_select(0, index)
-        if detach_params:
-            w, b = w.detach(), b.detach()
+        """x: [B, in] (shared by all members) or [M, B, in]; returns [M, B, out] (M = len(index) or N), in
+        x's dtype (the float32 parameters are cast to it)."""
+        w, b = _select(self.weight, self.bias, index, detach_params, x.dtype)
         if x.dim() == 2:
             x = x.unsqueeze(0).expand(w.shape[0], -1, -1)
         return torch.baddbmm(b, x, w)
@@ -88,12 +114,8 @@ class EnsembleLayerNorm(nn.Module):
     def forward(
         self, x: torch.Tensor, index: torch.Tensor | None = None, detach_params: bool = False
     ) -> torch.Tensor:
-        """x: [M, B, D] -> [M, B, D]."""
-        w, b = self.weight, self.bias
-        if index is not None:
-            w, b = w.index_select(0, index), b.index_select(0, index)
-        if detach_params:
-            w, b = w.detach(), b.detach()
+        """x: [M, B, D] -> [M, B, D] (in x's dtype)."""
+        w, b = _select(self.weight, self.bias, index, detach_params, x.dtype)
         return torch.addcmul(b, F.layer_norm(x, x.shape[-1:], eps=self.eps), w)
 
 
@@ -108,10 +130,12 @@ class EnsembleMLP(nn.Module):
         out_dim: int = 1,
         layer_norm: bool = True,
         activation: str = "relu",
+        compute_dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
         self.num = num
         self.out_dim = out_dim
+        self.compute_dtype = compute_dtype
         self.act = ACTIVATIONS_INPLACE[activation]
         dims = [in_dim, *hidden_dims]
         self.linears = nn.ModuleList(EnsembleLinear(num, a, b) for a, b in itertools.pairwise(dims))
@@ -122,13 +146,14 @@ class EnsembleMLP(nn.Module):
         self, x: torch.Tensor, index: torch.Tensor | None = None, detach_params: bool = False
     ) -> torch.Tensor:
         """x: [B, in]; index: optional long [M] subset of members; detach_params: no grads into the weights
-        (used by the actor loss). Returns [M, B] when out_dim == 1, else [M, B, out_dim]."""
+        (used by the actor loss). Returns float32 [M, B] when out_dim == 1, else [M, B, out_dim]."""
+        x = x.to(self.compute_dtype)
         for i, linear in enumerate(self.linears):
             x = linear(x, index, detach_params)
             if self.norms is not None:
                 x = self.norms[i](x, index, detach_params)
             x = self.act(x)
-        x = self.head(x, index, detach_params)
+        x = self.head(x.float(), index, detach_params)
         return x.squeeze(-1) if self.out_dim == 1 else x
 
 
@@ -146,9 +171,11 @@ class TanhGaussianActor(nn.Module):
         log_std_max: float,
         action_low: torch.Tensor,
         action_high: torch.Tensor,
+        compute_dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
         self.trunk = mlp(in_dim, hidden_dims, 2 * action_dim, layer_norm, activation)
+        self.compute_dtype = compute_dtype
         self.log_std_min = log_std_min
         self.log_std_max = log_std_max
         scale = (action_high - action_low) / 2
@@ -159,7 +186,7 @@ class TanhGaussianActor(nn.Module):
 
     def distribution(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(mean [B, A], log_std [B, A]) of the pre-tanh Gaussian; log_std squashed into its bounds."""
-        mean, log_std = self.trunk(x).chunk(2, dim=-1)
+        mean, log_std = forward_mixed(self.trunk, x, self.compute_dtype).chunk(2, dim=-1)
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (torch.tanh(log_std) + 1)
         return mean, log_std
 

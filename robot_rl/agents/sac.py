@@ -102,10 +102,11 @@ class SACAgent:
             self.obs_keys = sorted(observation_space.spaces)
             self.actor = TanhGaussianActor(
                 feat, self.sac_dim, c.hidden_dims, c.actor_layer_norm, c.activation, c.log_std_min,
-                c.log_std_max, low[: self.sac_dim], high[: self.sac_dim],
+                c.log_std_max, low[: self.sac_dim], high[: self.sac_dim], getattr(torch, c.precision),
             )  # fmt: skip
             self.critic = EnsembleMLP(
-                c.num_critics, feat + self.sac_dim, c.hidden_dims, 1, c.critic_layer_norm, c.activation
+                c.num_critics, feat + self.sac_dim, c.hidden_dims, 1, c.critic_layer_norm, c.activation,
+                compute_dtype=getattr(torch, c.precision),
             )
             self.gripper_q: nn.Module | None = None
             if self.discrete_gripper:

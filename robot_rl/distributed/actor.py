@@ -26,6 +26,8 @@ from robot_rl.distributed.client import ActorClient, LinkRefused
 from robot_rl.distributed.codec import load_weights
 from robot_rl.distributed.config import ActorConfig
 from robot_rl.distributed.spec import env_spec, make_env
+from robot_rl.teleop import make_teleop
+from robot_rl.teleop.hil import with_teleop
 from robot_rl.training.evaluate import TRAIN_SEED_BASE
 from robot_rl.utils.config_io import from_jsonable
 
@@ -91,7 +93,9 @@ class Actor:
             cfg.env_kwargs,
             dense_reward=cfg.dense_reward,
         )
-        self.spec = env_spec(self.env, cfg.env_factory or cfg.task, cfg.dense_reward)
+        self.spec = env_spec(self.env, cfg.env_factory or cfg.task, cfg.dense_reward, cfg.intervention_mode)
+        if cfg.teleop != "none":  # after env_spec: the spec names the task, not the wrapper
+            self.env = with_teleop(self.env, make_teleop(cfg.teleop, cfg.corrector), cfg.intervention_mode)
         self.client = ActorClient(
             cfg.link,
             cfg.actor_id,

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from robot_rl.teleop.base import TeleopName
+from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.config import TrainConfig
 
 MIN_TOKEN_CHARS = 16
@@ -179,9 +181,18 @@ class ActorConfig:
     device: str = "cpu"
     follow_learner_pace: bool = False
     """Simulation only: pause stepping while the learner says it is behind (``max_actor_lead``)."""
+    teleop: TeleopName = "none"
+    """A device that can take over (interventions are flagged and sent; the learner routes them to its demo
+    buffer). ``scripted``: the task's expert corrects the policy (simulation)."""
+    intervention_mode: Literal["hil", "rlif"] = "hil"
+    """Must match the learner's ``train.intervention_mode``: ``rlif`` sends no task reward."""
+    corrector: CorrectorConfig = field(default_factory=CorrectorConfig)
+    """The scripted corrector (``--teleop scripted``)."""
 
     def __post_init__(self) -> None:
         check_env_factory("ActorConfig", self.env_factory, self.env_kwargs)
+        if self.intervention_mode == "rlif" and self.teleop == "none":
+            raise ValueError("ActorConfig.intervention_mode='rlif' needs a teleop device (its only reward)")
         if not self.actor_id or any(c.isspace() for c in self.actor_id):
             raise ValueError(
                 f"ActorConfig.actor_id must be a non-empty name without spaces, got {self.actor_id!r}"

@@ -7,6 +7,7 @@ handed to the actors through their environment; it is never written to disk.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -17,24 +18,43 @@ from pathlib import Path
 
 from robot_rl.distributed.config import LearnerConfig, LinkConfig
 from robot_rl.distributed.learner import Learner
+from robot_rl.teleop.hil import check_rlif_has_device
 from robot_rl.training.config import TrainConfig
 
 log = logging.getLogger("robot_rl.distributed")
 
 
+def config_flags(prefix: str, config: object) -> list[str]:
+    """tyro flags reproducing a flat dataclass of scalars (``--prefix.field value``)."""
+    flags = []
+    for f in dataclasses.fields(config):  # type: ignore[arg-type]
+        name, value = f"{prefix}.{f.name.replace('_', '-')}", getattr(config, f.name)
+        if isinstance(value, bool):
+            flags.append(f"--{prefix}.{'' if value else 'no-'}{f.name.replace('_', '-')}")
+        else:
+            flags += [f"--{name}", str(value)]
+    return flags
+
+
 def actor_command(cfg: TrainConfig, index: int, port: int, n: int) -> list[str]:
-    """``robot-rl actor`` for sim actor ``index`` of ``n``: the run's env settings, its own seed."""
+    """``robot-rl actor`` for sim actor ``index`` of ``n``: the run's env settings, its own seed (and its own
+    scripted corrector with ``--teleop scripted``)."""
     random_steps = math.ceil(cfg.random_steps / n)
+    teleop = ["--teleop", cfg.teleop, "--intervention-mode", cfg.intervention_mode]
+    if cfg.teleop == "scripted":
+        corrector = dataclasses.replace(cfg.corrector, seed=cfg.corrector.seed * 1000 + index + 1)
+        teleop += config_flags("corrector", corrector)
     return [
         sys.executable, "-m", "robot_rl.cli", "actor", "--link.port", str(port), "--actor-id", f"sim-{index}",
         "--task", cfg.task, "--obs", cfg.obs, "--image-size", str(cfg.image_size), "--cameras", *cfg.cameras,
         "--dense-reward" if cfg.dense_reward else "--no-dense-reward",
         "--seed", str(cfg.seed * 1000 + index + 1), "--random-steps", str(random_steps), "--device", cfg.device,
-        "--connect-timeout-s", "120", "--follow-learner-pace",
+        "--connect-timeout-s", "120", "--follow-learner-pace", *teleop,
     ]  # fmt: skip
 
 
 def train_distributed(cfg: TrainConfig, learner_overrides: dict | None = None) -> int:
+    check_rlif_has_device(cfg)
     n = cfg.actors
     token = secrets.token_urlsafe(32)
     overrides = {"max_actor_lead": 100 * n, **(learner_overrides or {})}  # sim actors keep the learner's pace

@@ -36,6 +36,8 @@ from robot_rl.distributed.prior import load_prior_episodes
 from robot_rl.distributed.replay_log import ReplayLog
 from robot_rl.distributed.server import LinkServer
 from robot_rl.distributed.spec import env_spec, make_env
+from robot_rl.teleop.hil import prepare_demo, routing
+from robot_rl.teleop.routing import route_episode
 from robot_rl.training.env_factory import is_robot_rl_task
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.loop import CHECKPOINT, EXTRAS, load_run_config
@@ -90,7 +92,7 @@ class Learner:
             cfg.env_kwargs,
             dense_reward=t.dense_reward,
         )
-        self.spec = env_spec(self.env, cfg.env_factory or t.task, t.dense_reward)
+        self.spec = env_spec(self.env, cfg.env_factory or t.task, t.dense_reward, t.intervention_mode)
         self.eval_env = self.env if cfg.evaluate else None
         space, action_space = self.env.observation_space, self.env.action_space
         action_dim = action_space.shape[0]
@@ -144,10 +146,14 @@ class Learner:
 
     # --------------------------------------------------------------------------------------------- data
     def _on_episode(self, done: AssembledEpisode, restoring: bool) -> None:
-        """Ingest threads (or ``restore``): a finished episode -> replay + counters + metrics."""
-        episode = done.episode
+        """Ingest threads (or ``restore``): a finished episode -> replay (its intervention segments also to the
+        demo buffer; RLIF rewards) + counters + metrics. The replay log keeps what the actor sent, so a restart
+        routes again under the same rules."""
+        episode, segments = route_episode(done.episode, **routing(self.train))
         with self._replay_lock:
             self.replay.add_episode(_with_extras(episode))
+            for segment in segments:
+                self.demo_replay.add_episode(_with_extras(segment))
         self.env_steps += len(episode)
         self.episodes += 1
         if not restoring:
@@ -160,6 +166,7 @@ class Learner:
                         "length": len(episode),
                         "success": float(episode.success),
                         "interventions": float(episode.infos.get("intervention", np.zeros(1)).sum()),
+                        "intervention_rate": float(np.mean(episode.infos.get("intervention", np.zeros(1)))),
                         "policy_lag": lag,
                     },
                 )
@@ -184,7 +191,7 @@ class Learner:
             episodes = [*episodes, *prior]
             source += f"; {len(prior)} prior episodes from {run}"
         for episode in episodes:
-            self.demo_replay.add_episode(_with_extras(episode))
+            self.demo_replay.add_episode(_with_extras(prepare_demo(episode, t)))
         log.info("demos/prior: %s; %d transitions", source, len(self.demo_replay))
 
     def _sample(self) -> Any:
@@ -296,6 +303,7 @@ class Learner:
         self.replay_log.close()
         self.save_checkpoint()
         self._log_events()
+        self._log_link(None)
         self.run_dir.plot_learning_curve()
         self.run_dir.close()
         self.env.close()
@@ -306,19 +314,22 @@ class Learner:
             step, values = self._events.popleft()
             self.run_dir.log("episode", step, values)
 
-    def _log_link(self, rate: float) -> None:
+    def _log_link(self, rate: float | None) -> None:
+        """Link and buffer numbers; ``rate`` (transitions/s since the last row) is None for the final row."""
         actors = self.ingestor.snapshot()
         stats = {
-            "transitions_per_s": rate,
+            **({"transitions_per_s": rate} if rate is not None else {}),
             "actors_connected": float(sum(time.time() - a.last_seen < 5 for a in actors)),
             "dropped_steps": float(sum(a.stats.get("dropped_steps", 0) for a in actors)),
             "duplicates": float(sum(a.duplicates for a in actors)),
             "weights_version": float(self.weights_version),
             "unflushed_records": float(self.ingestor.pending_records),
             "updates": float(self.updates),
+            "online_transitions": float(len(self.replay)),
+            "demo_transitions": float(len(self.demo_replay)),  # demos + prior + intervention segments
         }
         self.run_dir.log("link", self.env_steps, stats)
-        if self.train.progress:
+        if self.train.progress and rate is not None:
             log.info(
                 "[learner] %d transitions (%.0f/s), %d episodes, %d updates, weights v%d, %d actors, "
                 "%d dropped by actors, %d duplicates ignored",

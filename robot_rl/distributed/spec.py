@@ -40,7 +40,7 @@ def make_env(
     return factory(**kwargs)
 
 
-def env_spec(env: gym.Env, task: str, dense_reward: bool = False) -> dict[str, Any]:
+def env_spec(env: gym.Env, task: str, dense_reward: bool = False, intervention_mode: str = "hil") -> dict[str, Any]:
     """JSON-able description of what the env emits and accepts, and how it rewards (a normalised JSON round
     trip): actor and learner must agree on all of it."""
     space = env.action_space
@@ -56,7 +56,7 @@ def env_spec(env: gym.Env, task: str, dense_reward: bool = False) -> dict[str, A
             "high": np.asarray(space.high, np.float64).tolist(),
         },
         "contract": contract.to_dict() if contract is not None else None,
-        "reward": {"dense": bool(dense_reward)},
+        "reward": {"dense": bool(dense_reward), "intervention_mode": intervention_mode},
     }
     return json.loads(json.dumps(spec))
 

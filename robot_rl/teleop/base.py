@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from robot_rl.envs.contract import ACTION_DIM
+
+TeleopName = Literal["none", "scripted", "keyboard", "spacemouse", "gamepad"]
+"""Config values naming a teleop device (``robot_rl.teleop.make_teleop``); ``none``: no device."""
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,22 @@ def wrap_training_env(env: gym.Env, cfg: Any, device: Teleoperator | None = None
         env = wrap_with_classifier(env, cfg.reward_classifier, cfg.classifier_threshold)
     if device is None and cfg.teleop != "none":
         device = make_teleop(cfg.teleop, cfg.corrector)
-    if device is not None:
-        if not device.is_connected:
-            device.connect()
-        pace = float(env.metadata.get("render_fps", 10)) if device.realtime else 0.0  # a human follows the sim
-        env = InterventionWrapper(env, device, InterventionConfig(mode=cfg.intervention_mode, pace_hz=pace))
-    return env
+    return with_teleop(env, device, cfg.intervention_mode) if device is not None else env
+
+
+def check_rlif_has_device(cfg: Any) -> None:
+    """``robot-rl train`` in RLIF mode needs a device here: takeovers are its only reward. (A learner serving
+    remote actors does not: their devices are on the actors.)"""
+    if cfg.intervention_mode == "rlif" and cfg.teleop == "none":
+        raise ValueError("TrainConfig.intervention_mode='rlif' needs a teleop device (its only reward)")
+
+
+def with_teleop(env: gym.Env, device: Teleoperator, mode: str) -> InterventionWrapper:
+    """``env`` with ``device`` able to take over (connected here if it is not yet)."""
+    if not device.is_connected:
+        device.connect()
+    pace = float(env.metadata.get("render_fps", 10)) if device.realtime else 0.0  # a human follows the sim
+    return InterventionWrapper(env, device, InterventionConfig(mode=mode, pace_hz=pace))
 
 
 def teleop_device(env: gym.Env) -> Teleoperator | None:
@@ -47,13 +57,17 @@ def teleop_device(env: gym.Env) -> Teleoperator | None:
     return None
 
 
+def routing(cfg: Any) -> dict[str, Any]:
+    """``TransitionRouter`` / ``route_episode`` keyword arguments from a ``TrainConfig``. Interventions may
+    also come from the backend (the ROS bridge's mux) without a device here, so only the flag decides."""
+    return {
+        "interventions_to_demo": cfg.interventions_to_demos,
+        "rlif_penalty": RLIF_PENALTY if cfg.intervention_mode == "rlif" else None,
+    }
+
+
 def make_router(cfg: Any, online: StepBuffer, demo: StepBuffer) -> TransitionRouter:
-    return TransitionRouter(
-        online,
-        demo,
-        interventions_to_demo=cfg.teleop != "none" and cfg.interventions_to_demos,
-        rlif_penalty=RLIF_PENALTY if cfg.intervention_mode == "rlif" else None,
-    )
+    return TransitionRouter(online, demo, **routing(cfg))
 
 
 def prepare_demo(episode: Episode, cfg: Any) -> Episode:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.data.replay import ReplayConfig
+from robot_rl.teleop.base import TeleopName
 from robot_rl.teleop.corrector import CorrectorConfig
 
 # What `robot-rl train` with no arguments runs: a recipe that learns in minutes on a laptop CPU (reach: ~95%
@@ -62,9 +63,9 @@ class TrainConfig:
     """Learner; the default is the CPU quick-start preset (see ``CPU_QUICKSTART_AGENT``)."""
     replay: ReplayConfig = field(default_factory=lambda: ReplayConfig(n_step=3))
     # --- human in the loop (docs/human_in_the_loop.md) ---
-    teleop: Literal["none", "scripted", "keyboard", "spacemouse", "gamepad"] = "none"
+    teleop: TeleopName = "none"
     """Interventions from this device while training; ``scripted``: the task's expert corrects the policy
-    when it drifts (simulation)."""
+    when it drifts (simulation; with ``actors`` each sim actor gets its own corrector)."""
     intervention_mode: Literal["hil", "rlif"] = "hil"
     """``hil``: task reward, interventions also go to the demo buffer (HIL-SERL). ``rlif``: no task reward;
     -1 on the last policy step before each takeover (RLIF)."""
@@ -88,10 +89,11 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.demo_noise must be >= 0, got {self.demo_noise}")
         if self.demos is not None and not Path(self.demos).exists():
             raise ValueError(f"TrainConfig.demos: no such folder {self.demos}")
-        if self.teleop != "none" and self.actors > 0:
-            raise ValueError("TrainConfig.teleop works in the single-process loop only (actors=0)")
-        if self.intervention_mode == "rlif" and self.teleop == "none":
-            raise ValueError("TrainConfig.intervention_mode='rlif' needs a teleop device (its only reward)")
+        if self.teleop not in ("none", "scripted") and self.actors > 0:
+            raise ValueError(
+                f"TrainConfig.teleop={self.teleop!r} cannot drive {self.actors} actor processes; with --actors "
+                "use 'scripted', or run `robot-rl actor --teleop DEVICE` where the device is"
+            )
         if self.reward_classifier is not None and not Path(self.reward_classifier).is_file():
             raise ValueError(f"TrainConfig.reward_classifier: no such file {self.reward_classifier}")
         if self.classifier_threshold is not None and not 0.0 < self.classifier_threshold < 1.0:

@@ -17,7 +17,14 @@ from robot_rl.agents.sac import SACAgent
 from robot_rl.data.demos import load_demos
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler
-from robot_rl.teleop.hil import episode_metrics, make_router, prepare_demo, teleop_device, wrap_training_env
+from robot_rl.teleop.hil import (
+    check_rlif_has_device,
+    episode_metrics,
+    make_router,
+    prepare_demo,
+    teleop_device,
+    wrap_training_env,
+)
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
@@ -49,6 +56,7 @@ class Trainer:
                 progress=config.progress,
             )
         self.config = cfg = config
+        check_rlif_has_device(cfg)
         torch.set_num_threads(max(1, cfg.torch_threads))
         torch.manual_seed(cfg.seed)
         self.run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.task, cfg.obs))

@@ -80,10 +80,38 @@ def test_detached_params_pass_gradients_to_inputs_only() -> None:
     assert all(p.grad is None for p in ens.parameters())
 
 
-def make_actor(low: float = -1.0, high: float = 1.0, dim: int = 3) -> TanhGaussianActor:
+def test_bfloat16_hidden_layers_track_float32_and_train_float32_params() -> None:
+    torch.manual_seed(2)
+    ens = EnsembleMLP(4, 9, (64, 64), 1, True, "relu")
+    mixed = EnsembleMLP(4, 9, (64, 64), 1, True, "relu", compute_dtype=torch.bfloat16)
+    mixed.load_state_dict(ens.state_dict())
+    x = torch.randn(32, 9)
+    exact, approx = ens(x), mixed(x)
+    assert approx.dtype == torch.float32  # the head runs in float32
+    assert not torch.equal(exact, approx)  # the hidden layers really ran in bfloat16
+    torch.testing.assert_close(approx, exact, rtol=0.05, atol=0.05)
+    approx.square().sum().backward()
+    assert all(p.dtype == torch.float32 and p.grad is not None and p.grad.dtype == torch.float32
+               for p in mixed.parameters())
+
+
+def test_bfloat16_actor_keeps_float32_outputs_and_state_dict_keys() -> None:
+    exact = make_actor()
+    mixed = make_actor(compute_dtype=torch.bfloat16)
+    assert mixed.state_dict().keys() == exact.state_dict().keys()
+    x = torch.randn(16, 6)
+    (m1, s1), (m2, s2) = exact.distribution(x), mixed.distribution(x)
+    assert m2.dtype == s2.dtype == torch.float32 and not torch.equal(m1, m2)
+    torch.testing.assert_close(m2, m1, rtol=0.05, atol=0.05)
+    torch.testing.assert_close(s2, s1, rtol=0.05, atol=0.05)
+
+
+def make_actor(
+    low: float = -1.0, high: float = 1.0, dim: int = 3, compute_dtype: torch.dtype = torch.float32
+) -> TanhGaussianActor:
     torch.manual_seed(0)
     lo, hi = torch.full((dim,), low), torch.full((dim,), high)
-    return TanhGaussianActor(6, dim, (32, 32), False, "relu", -5.0, 2.0, lo, hi)
+    return TanhGaussianActor(6, dim, (32, 32), False, "relu", -5.0, 2.0, lo, hi, compute_dtype)
 
 
 @pytest.mark.parametrize(("low", "high"), [(-1.0, 1.0), (-2.0, 2.0), (0.0, 4.0)])

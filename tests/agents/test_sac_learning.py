@@ -1,4 +1,5 @@
-"""End-to-end: the RLPD recipe (10 critics, subset 2, LayerNorm) learns a 2-D point-reaching task."""
+"""End-to-end: the RLPD recipe (10 critics, subset 2, LayerNorm) learns a 2-D point-reaching task, in float32
+and with bfloat16 hidden layers."""
 
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ def evaluate(agent: SACAgent, starts: np.ndarray) -> float:
 
 
 @pytest.mark.slow
-def test_sac_learns_point_reaching() -> None:
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_sac_learns_point_reaching(precision: str) -> None:
     torch.set_num_threads(1)
-    config = SACConfig(hidden_dims=(64, 64), utd_ratio=1, init_temperature=0.1)
+    config = SACConfig(hidden_dims=(64, 64), utd_ratio=1, init_temperature=0.1, precision=precision)
     config = dataclasses.replace(config, num_critics=10, num_min_critics=2)
     env = PointReach(seed=0)
     agent = SACAgent(config, env.observation_space, env.action_space, seed=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -187,3 +188,9 @@ def read_status(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+
+
+def link_metrics(run: Path) -> list[dict[str, str]]:
+    """The learner's ``link`` rows of ``metrics.csv``."""
+    with (run / "metrics.csv").open() as f:
+        return [row for row in csv.DictReader(f) if row["kind"] == "link"]

@@ -19,6 +19,7 @@ from link_helpers import (
     check_content,
     finish,
     learner_output,
+    link_metrics,
     read_records,
     read_status,
     start_actor,
@@ -75,6 +76,10 @@ def test_learner_and_two_actors_exchange_transitions_and_weights(tmp_path: Path)
         # weights flowed: newer versions were used, and each transition says which version produced it
         assert len(summary["versions_used"]) > 2 and summary["weights_version"] > 2
         assert {r.policy_version for r in recs if r.is_step} == set(summary["versions_used"])
+    # CounterEnv flags every 5th step an intervention: each such step reaches the learner's demo buffer
+    # (no demos were given, so the demo buffer holds nothing else)
+    demo = [float(r["value"]) for r in link_metrics(run) if r["key"] == "demo_transitions"]
+    assert demo[-1] == sum(r.is_step and r.extras["intervention"] > 0 for recs in records.values() for r in recs) > 0
 
 
 def test_wrong_token_is_refused(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import datetime
 import ipaddress
 import json
@@ -27,6 +28,8 @@ from link_helpers import (  # noqa: E402
     start_learner,
     stop_learner,
 )
+
+from robot_rl.data.demos import load_demos  # noqa: E402
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -80,7 +83,7 @@ def test_tls_link_and_plaintext_client_refused(tmp_path: Path) -> None:
     assert set(read_records(run)) == {"tls"}
 
 
-def test_train_with_actors_writes_the_usual_run_folder(tmp_path: Path) -> None:
+def test_train_with_actors_and_scripted_correctors_writes_the_usual_run_folder(tmp_path: Path) -> None:
     pytest.importorskip("mujoco")
     run = tmp_path / "run"
     cmd = [
@@ -114,6 +117,10 @@ def test_train_with_actors_writes_the_usual_run_folder(tmp_path: Path) -> None:
         "--torch-threads",
         "1",
         "--no-progress",
+        "--teleop",
+        "scripted",
+        "--corrector.takeover-steps",
+        "3",
         "--run-dir",
         str(run),
     ]
@@ -137,3 +144,10 @@ def test_train_with_actors_writes_the_usual_run_folder(tmp_path: Path) -> None:
     metrics = (run / "metrics.csv").read_text()
     assert "eval," in metrics
     assert "episode," in metrics and "link," in metrics
+    # each actor ran its own corrector; the learner put the corrections into its demo buffer
+    rows = list(csv.DictReader(metrics.splitlines()))
+    rates = [float(r["value"]) for r in rows if r["key"] == "intervention_rate"]
+    assert rates and max(rates) > 0
+    demos = sum(len(e) for e in load_demos(run / "demos"))
+    final = {r["key"]: float(r["value"]) for r in rows if r["kind"] == "link"}
+    assert final["demo_transitions"] > demos

@@ -62,9 +62,9 @@ def test_trainer_routes_interventions_to_the_demo_buffer_and_rlif_rewards(tmp_pa
 
 def test_config_errors_name_the_field() -> None:
     with pytest.raises(ValueError, match="intervention_mode"):
-        TrainConfig(intervention_mode="rlif")
-    with pytest.raises(ValueError, match="teleop"):
-        TrainConfig(teleop="scripted", actors=2)
+        Trainer(TrainConfig(intervention_mode="rlif"))
+    with pytest.raises(ValueError, match="'keyboard' cannot drive 2 actor processes"):
+        TrainConfig(teleop="keyboard", actors=2)
     with pytest.raises(ValueError, match="reward_classifier"):
         TrainConfig(reward_classifier=Path("/nonexistent.pt"))
 

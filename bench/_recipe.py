@@ -1,0 +1,69 @@
+"""What the learning benchmarks share: the training recipe as flags, and how curves are read.
+
+Defaults are ``robot-rl train``'s own (the CPU quick-start preset of ``TrainConfig``), so a benchmark row
+"ours" is what a user gets from the CLI with the same flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import numpy as np
+
+from robot_rl.data.replay import ReplayConfig
+from robot_rl.training.config import TrainConfig
+
+_DEFAULTS = TrainConfig()
+
+
+def add_recipe_args(parser: argparse.ArgumentParser, *, budget: int = 20_000, eval_every: int = 2_000,
+                    eval_episodes: int = 20, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
+    parser.add_argument("--task", default="pick_cube")
+    parser.add_argument("--budget", type=int, default=budget, help="env steps per run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(seeds))
+    parser.add_argument("--eval-every", type=int, default=eval_every)
+    parser.add_argument("--eval-episodes", type=int, default=eval_episodes)
+    parser.add_argument("--demos", type=int, default=10, help="scripted demos")
+    parser.add_argument("--learning-starts", type=int, default=_DEFAULTS.learning_starts)
+    parser.add_argument("--utd", type=int, default=_DEFAULTS.agent.utd_ratio)
+    parser.add_argument("--num-critics", type=int, default=_DEFAULTS.agent.num_critics)
+    parser.add_argument("--hidden", type=int, nargs="+", default=list(_DEFAULTS.agent.hidden_dims))
+    parser.add_argument("--n-step", type=int, default=_DEFAULTS.replay.n_step)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
+
+
+def recipe_config(args: argparse.Namespace, seed: int, **overrides) -> TrainConfig:
+    """A ``TrainConfig`` from the recipe flags; ``overrides`` are further TrainConfig fields."""
+    fields = dict(
+        task=args.task, total_env_steps=args.budget, eval_every=args.eval_every,
+        eval_episodes=args.eval_episodes, seed=seed, progress=False, scripted_demos=args.demos,
+        learning_starts=args.learning_starts, video="off", torch_threads=args.threads,
+        agent=dataclasses.replace(_DEFAULTS.agent, utd_ratio=args.utd, num_critics=args.num_critics,
+                                  num_min_critics=min(_DEFAULTS.agent.num_min_critics, args.num_critics),
+                                  hidden_dims=tuple(args.hidden)),
+        replay=ReplayConfig(n_step=args.n_step),
+    )
+    return TrainConfig(**(fields | overrides))
+
+
+def steps_to(curve: list[tuple[int, float]], threshold: float) -> int | None:
+    """Env steps of the first evaluation at or above ``threshold`` (None: never)."""
+    return next((step for step, success in curve if success >= threshold - 1e-9), None)
+
+
+def rate_first_last(rates: np.ndarray) -> tuple[float, float]:
+    """Mean intervention rate over the first and the last 10% of episodes (at least one each)."""
+    if len(rates) == 0:
+        return float("nan"), float("nan")
+    k = max(1, len(rates) // 10)
+    return float(rates[:k].mean()), float(rates[-k:].mean())
+
+
+def median_steps(reached: list[int | None]) -> float:
+    """Median steps-to-threshold with runs that never reached it counted as infinite."""
+    return float(np.median([s if s is not None else np.inf for s in reached]))
+
+
+def shown_steps(reached: list[int | None], budget: int) -> str:
+    return ", ".join(str(s) if s is not None else f">{budget}" for s in reached)
