@@ -40,13 +40,12 @@ from robot_rl.teleop.hil import prepare_demo, routing
 from robot_rl.teleop.routing import route_episode
 from robot_rl.training.env_factory import is_robot_rl_task
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
-from robot_rl.training.loop import CHECKPOINT, EXTRAS, load_run_config
+from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, EXTRAS, load_run_config
 from robot_rl.training.record import record_scripted_demos
 from robot_rl.training.run_dir import RunDir, atomic_write_text
 from robot_rl.utils.config_io import to_jsonable
 
 log = logging.getLogger("robot_rl.distributed")
-DISTRIBUTED_FILE = "distributed.json"
 ADDRESS_FILE = "learner_address.json"
 VERSION_FILE = "weights_version.json"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -34,6 +35,8 @@ from robot_rl.utils.config_io import from_jsonable
 
 EXTRAS = {"intervention": np.bool_, "grasp_penalty": np.float32}
 CHECKPOINT = "latest.pt"
+DISTRIBUTED_FILE = "distributed.json"
+"""Written by ``robot-rl learner`` into its run folder: the link settings, including its ``env_factory``."""
 
 
 def load_run_config(run: Path) -> TrainConfig:
@@ -245,13 +248,26 @@ class Trainer:
         )
 
 
+def _run_env(run: Path, cfg: TrainConfig) -> Any:
+    """The env whose spaces the run's agent was built for: a learner's ``env_factory`` (a real arm's spec env)
+    when it had one, else the task of its config."""
+    distributed = run / DISTRIBUTED_FILE
+    link = json.loads(distributed.read_text()) if distributed.exists() else {}
+    if not link.get("env_factory"):
+        return make_env_from_config(cfg)
+    from robot_rl.distributed.spec import make_env
+
+    return make_env(cfg.task, cfg.obs, cfg.image_size, cfg.cameras, link["env_factory"],
+                    link.get("env_kwargs", "{}"), dense_reward=cfg.dense_reward)
+
+
 def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, TrainConfig]:
     """Rebuild the agent of a run folder (or of a checkpoint file inside one) for evaluation/deployment."""
     path = Path(run_or_checkpoint)
     ckpt = path if path.is_file() else path / "checkpoints" / CHECKPOINT
     run = ckpt.parent.parent
     cfg = load_run_config(run)
-    env = make_env_from_config(cfg)
+    env = _run_env(run, cfg)
     agent = SACAgent(cfg.agent, env.observation_space, env.action_space, device=device, seed=cfg.seed)
     env.close()
     if not ckpt.exists():
