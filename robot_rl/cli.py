@@ -151,7 +151,8 @@ def _record_demos(args: RecordDemosArgs) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str]) -> object:
+    """The config of one ``robot-rl`` command line (no ``robot-rl`` itself); bare = the main job."""
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
     from robot_rl.rewards.commands import RecordSuccessFailArgs, TrainClassifierArgs
     from robot_rl.training.config import TrainConfig
@@ -167,8 +168,15 @@ def main(argv: list[str] | None = None) -> int:
         | Annotated[RecordSuccessFailArgs, tyro.conf.subcommand("record-success-fail")]
         | Annotated[TrainClassifierArgs, tyro.conf.subcommand("train-classifier")]
     )
-    args = sys.argv[1:] if argv is None else argv
-    chosen = tyro.cli(command, args=args or ["train"], prog="robot-rl")  # bare `robot-rl` = the main job
+    return tyro.cli(command, args=argv or ["train"], prog="robot-rl")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from robot_rl.distributed.config import ActorConfig, LearnerConfig
+    from robot_rl.rewards.commands import RecordSuccessFailArgs, TrainClassifierArgs
+    from robot_rl.training.config import TrainConfig
+
+    chosen = parse(sys.argv[1:] if argv is None else argv)
     try:
         if isinstance(chosen, TrainConfig):
             return _train(chosen)

@@ -10,35 +10,26 @@ import pytest
 import torch
 
 from robot_rl.envs.contract import STATE_DIM, STATE_LAYOUT
-from robot_rl.rewards import ClassifierConfig, ClassifierRewardWrapper, StateCheck, classifier_reward, load_classifier
+from robot_rl.rewards import (
+    ClassifierConfig,
+    ClassifierRewardWrapper,
+    StateCheck,
+    classifier_reward,
+    load_classifier,
+    testing,
+)
 from robot_rl.rewards.classifier import save_classifier
-from robot_rl.rewards.dataset import FrameSet
 from robot_rl.rewards.train import balanced_accuracy, choose_threshold, confusion, split_by_episode, train_classifier
 
-SIZE = 32
-TINY = ClassifierConfig(cnn_channels=(8, 8, 8, 8), image_latent_dim=16, hidden_dim=32, steps=80, batch_size=32,
-                        lr=1e-3, seed=0)
+SIZE = testing.SIZE
+TINY = testing.TINY_CONFIG
+image = testing.synthetic_image
+generated = testing.synthetic_frames
 
 
 @pytest.fixture(autouse=True)
 def _one_thread() -> None:
     torch.set_num_threads(1)
-
-
-def image(success: bool, rng: np.random.Generator) -> np.ndarray:
-    """Noise background; a success frame has a bright 8x8 block somewhere in the upper half."""
-    img = rng.integers(0, 90, (SIZE, SIZE, 3), dtype=np.uint8)
-    if success:
-        r, c = rng.integers(2, 8), rng.integers(2, SIZE - 10)
-        img[r : r + 8, c : c + 8] = 250
-    return img
-
-
-def generated(episodes: int = 14, length: int = 10, seed: int = 0) -> FrameSet:
-    rng = np.random.default_rng(seed)
-    labels = np.concatenate([np.arange(length) >= rng.integers(3, length) for _ in range(episodes)])
-    images = np.stack([image(bool(y), rng) for y in labels])
-    return FrameSet({"images/front": images}, labels, np.repeat(np.arange(episodes), length))
 
 
 def test_split_is_by_episode_and_threshold_maths() -> None:

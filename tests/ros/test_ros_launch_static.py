@@ -21,7 +21,12 @@ PKG = REPO / "ros2_ws" / "src" / "robot_rl_ros"
 if str(PKG) not in sys.path:
     sys.path.append(str(PKG))
 
-from robot_rl_ros.specs import LEARNER_COMMAND, SPECS, NodeSpec  # noqa: E402
+from robot_rl_ros.specs import LEARNER_COMMAND, SPECS, NodeSpec, learner_argv  # noqa: E402
+
+from robot_rl.cli import parse  # noqa: E402
+from robot_rl.distributed.config import LearnerConfig  # noqa: E402
+from robot_rl.distributed.spec import make_env  # noqa: E402
+from robot_rl.ros.spec_env import make_contract_env  # noqa: E402
 
 PACKAGE_LAUNCH = sorted((PKG / "launch").glob("*.launch.py"))
 USER_LAUNCH = sorted((REPO / "launch").glob("*.launch.py"))
@@ -97,6 +102,7 @@ def test_config_files_only_set_declared_parameters() -> None:
         "policy_actor": [("env.", REPO / "robot_rl/ros/env.py", "RosEnvConfig"),
                          ("actor.", REPO / "robot_rl/ros/actor.py", "ActorConfig")],
         "teleop": [("", REPO / "robot_rl/ros/teleop.py", "TeleopConfig")],
+        "reward_classifier": [("", REPO / "robot_rl/ros/reward.py", "RewardNodeConfig")],
     }
     for name, spec in SPECS.items():
         declared = {prefix + f for prefix, src, cls in sources[name] for f in _fields(src, cls)}
@@ -200,13 +206,33 @@ def test_real_arm_launch_with_learner(fake_launch) -> None:
     names = [p.kwargs.get("name") for p in produced if type(p).__name__ == "Node"]
     assert names == ["robot_bridge", "camera_bridge_front", "camera_bridge_wrist", "teleop", "policy_actor"]
     learner = [p for p in produced if type(p).__name__ == "ExecuteProcess"]
-    assert learner and learner[0].kwargs["cmd"] == [*LEARNER_COMMAND, "--address", "gpu-box:50051"]
+    cmd = learner[0].kwargs["cmd"]
+    assert cmd[:2] == list(LEARNER_COMMAND)
+    config = parse(cmd[1:])  # the command robot-rl really accepts, building the actor's spaces
+    assert isinstance(config, LearnerConfig) and (config.link.host, config.link.port) == ("gpu-box", 50051)
+    assert not config.evaluate
+    env = make_env(config.train.task, "state", 64, (), config.env_factory, config.env_kwargs)
+    actor_env = make_contract_env("ur5e", ["realsense_d435_front", "realsense_d405_wrist"])
+    assert env.observation_space == actor_env.observation_space
     bridge = produced[0].kwargs["parameters"][-1]
     assert bridge == {"hardware_config": "ur5e"}
+
+
+def test_real_arm_launch_with_reward_classifier(fake_launch) -> None:
+    produced, _ = _run(PKG / "launch/real_arm.launch.py", reward_classifier="/data/pick.pt", teleop="false")
+    nodes = {p.kwargs["name"]: p.kwargs for p in produced if type(p).__name__ == "Node"}
+    assert nodes["reward_classifier"]["parameters"][-1] == {"classifier": "/data/pick.pt"}
+    assert nodes["policy_actor"]["parameters"][-1]["env.reward"] is True  # the actor reads rl/reward
 
 
 def test_bridge_and_learner_launch(fake_launch) -> None:
     produced, _ = _run(PKG / "launch/robot_bridge.launch.py", hardware="franka_fr3", namespace="fr3")
     assert produced[0].kwargs["namespace"] == "fr3"
-    produced, _ = _run(PKG / "launch/learner.launch.py")
-    assert produced[0].kwargs["cmd"][:2] == list(LEARNER_COMMAND)
+    produced, _ = _run(PKG / "launch/learner.launch.py", learner_args="--train.run-dir runs/x")
+    cmd = produced[0].kwargs["cmd"]
+    assert cmd[:2] == list(LEARNER_COMMAND)
+    config = parse(cmd[1:])
+    assert isinstance(config, LearnerConfig) and config.link.host == "0.0.0.0"
+    assert str(config.train.run_dir) == "runs/x" and "franka_fr3" in config.env_kwargs
+    with pytest.raises(ValueError, match="host:port"):
+        learner_argv("gpu-box", "franka_fr3")

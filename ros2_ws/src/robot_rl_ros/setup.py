@@ -21,6 +21,7 @@ CONSOLE_SCRIPTS = [
     "policy_actor = robot_rl_ros.nodes.policy_actor:main",
     "sim_robot = robot_rl_ros.nodes.sim_robot:main",
     "teleop = robot_rl_ros.nodes.teleop:main",
+    "reward_classifier = robot_rl_ros.nodes.reward_classifier:main",
 ]
 
 setup(
@@ -39,7 +40,7 @@ setup(
     zip_safe=True,
     maintainer="robot_rl developers",
     maintainer_email="robot-rl@example.com",
-    description="ROS 2 nodes of robot_rl (bridges, policy actor, teleop, sim robot)",
+    description="ROS 2 nodes of robot_rl (bridges, policy actor, teleop, sim robot, reward classifier)",
     license="Apache-2.0",
     entry_points={"console_scripts": CONSOLE_SCRIPTS},
 )

@@ -12,7 +12,7 @@ from launch_ros.actions import Node
 
 from robot_rl.ros.hardware import load_camera_config
 from robot_rl_ros.launch_support import arg, environment, flag, names, value
-from robot_rl_ros.specs import LEARNER_COMMAND, SPECS, share_dir
+from robot_rl_ros.specs import SPECS, learner_argv, share_dir
 
 
 def _nodes(context):
@@ -27,8 +27,11 @@ def _nodes(context):
     if flag(context, "teleop"):
         teleop = {"joy_topic": value(context, "joy")}
         out.append(Node(**SPECS["teleop"].launch_kwargs(share, ns, overrides=teleop)))
+    classifier = value(context, "reward_classifier")
+    if classifier:
+        out.append(Node(**SPECS["reward_classifier"].launch_kwargs(share, ns, overrides={"classifier": classifier})))
     if flag(context, "actor"):
-        actor = {"env.hardware_config": hw, "env.reward": flag(context, "reward"),
+        actor = {"env.hardware_config": hw, "env.reward": flag(context, "reward") or bool(classifier),
                  "actor.policy": value(context, "policy"), "actor.checkpoint": value(context, "checkpoint"),
                  "actor.learner": value(context, "link"),
                  "actor.learner_address": value(context, "learner_address")}
@@ -36,8 +39,8 @@ def _nodes(context):
             actor["env.cameras"] = cameras
         out.append(Node(**SPECS["policy_actor"].launch_kwargs(share, ns, overrides=actor)))
     if flag(context, "learner"):
-        out.append(ExecuteProcess(cmd=[*LEARNER_COMMAND, "--address", value(context, "learner_address")],
-                                  output="screen"))
+        cmd = learner_argv(value(context, "learner_address"), hw, cameras, extra=value(context, "learner_args").split())
+        out.append(ExecuteProcess(cmd=cmd, output="screen"))
     return out
 
 
@@ -51,10 +54,12 @@ def generate_launch_description() -> LaunchDescription:
         arg("actor", "true", "start the policy actor"),
         arg("policy", "checkpoint", "checkpoint | network | random | zero"),
         arg("checkpoint", "", "run folder or checkpoint file"),
-        arg("reward", "false", "read reward/success from rl/reward (a reward node or classifier)"),
+        arg("reward", "false", "read reward/success from rl/reward (a reward node; implied by reward_classifier)"),
+        arg("reward_classifier", "", "classifier file (robot-rl train-classifier): start the reward node"),
         arg("link", "none", "none: act with the policy; remote: stream to the learner, take its weights"),
         arg("learner", "false", "also start the learner on this machine"),
         arg("learner_address", "localhost:50051", "host:port of the learner (remote or local)"),
+        arg("learner_args", "", "further arguments for robot-rl learner (learner:=true), e.g. --train.task T"),
         *environment(),
         OpaqueFunction(function=_nodes),
     ])

@@ -7,10 +7,11 @@ arguments of ``launch_ros.actions.Node``. Pure Python: importable without launch
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,9 +75,24 @@ SPECS: dict[str, NodeSpec] = {
     "policy_actor": NodeSpec("policy_actor", "policy_actor", ("config/policy_actor.yaml",)),
     "sim_robot": NodeSpec("sim_robot", "sim_robot", ("config/sim_robot.yaml",)),
     "teleop": NodeSpec("teleop", "teleop", ("config/teleop.yaml",)),
+    "reward_classifier": NodeSpec("reward_classifier", "reward_classifier", ("config/reward_classifier.yaml",)),
 }
 LEARNER_COMMAND = ("robot-rl", "learner")
-"""The learner is not a ROS node: launch files start it as a process (``robot-rl learner --address ..``)."""
+"""The learner is not a ROS node: launch files start it as a process (``learner_argv``)."""
+SPEC_ENV = "robot_rl.ros.spec_env:make_contract_env"
+
+
+def learner_argv(address: str, hardware_config: str, cameras: Sequence[str] = (), privileged_task: str = "",
+                 extra: Sequence[str] = ()) -> list[str]:
+    """``robot-rl learner`` listening on ``address`` (host:port) for the policy actor of this arm: the learner
+    builds the same observation/action spaces from the hardware and camera configs (no ROS, no robot), so the
+    handshake matches. Real arms cannot be evaluated on the learner's machine: ``--no-evaluate``."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"learner address must be host:port, got {address!r}")
+    kwargs = {"hardware_config": hardware_config, "cameras": list(cameras), "privileged_task": privileged_task}
+    return [*LEARNER_COMMAND, "--link.host", host, "--link.port", port, "--env-factory", SPEC_ENV,
+            "--env-kwargs", json.dumps(kwargs, sort_keys=True), "--no-evaluate", *extra]
 
 
 def share_dir() -> Path:
