@@ -1,6 +1,8 @@
-"""Sample efficiency: env steps to a success threshold, ours (with / without demos) vs Stable-Baselines3 SAC.
+"""Sample efficiency: env steps to a success threshold, ours (with / without demos, one process or a learner
+with 2 sim actor processes) vs Stable-Baselines3 SAC.
 
     python bench/learning.py --task pick_cube --budget 20000 --seeds 0 1 2 --methods ours ours_no_demos sb3
+    python bench/learning.py --task pick_cube --budget 20000 --seeds 0 --methods ours ours_actors2
 
 Every method runs the same recipe flags (default: ``robot-rl train``'s CPU quick-start preset, see
 ``_recipe.py``) and is evaluated the same way (deterministic actions, the same held-out seeds, every
@@ -26,12 +28,18 @@ from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, evaluate
 from robot_rl.training.loop import Trainer
+from robot_rl.training.run_dir import RunDir
 
 
 def run_ours(cfg: TrainConfig) -> list[tuple[int, float]]:
-    trainer = Trainer(cfg)
-    trainer.run()
-    steps, success = trainer.run_dir.read_metrics("eval", "success_rate")
+    if cfg.actors > 0:  # `robot-rl train --actors N`: a learner here, N sim actor processes over loopback gRPC
+        from robot_rl.distributed.launch import train_distributed
+
+        if train_distributed(cfg) != 0:
+            raise RuntimeError(f"train --actors {cfg.actors} failed; see {cfg.run_dir}/actor-*.log")
+    else:
+        Trainer(cfg).run()
+    steps, success = RunDir(cfg.run_dir).read_metrics("eval", "success_rate")
     return list(zip(steps.tolist(), success.tolist()))
 
 
@@ -79,7 +87,7 @@ def main() -> None:
     parser.add_argument("--obs", default="state", choices=["state", "pixels"])
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--methods", nargs="+", default=["ours", "ours_no_demos", "sb3"],
-                        choices=["ours", "ours_no_demos", "sb3"])
+                        choices=["ours", "ours_no_demos", "sb3", "ours_actors2"])
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--out", type=Path, default=Path("runs/bench_learning"))
     args = parser.parse_args()
@@ -90,7 +98,8 @@ def main() -> None:
         for seed in args.seeds:
             cfg = recipe_config(
                 args, seed, obs=args.obs, image_size=args.image_size,
-                scripted_demos=args.demos if method == "ours" else 0,
+                scripted_demos=0 if method in ("ours_no_demos", "sb3") else args.demos,
+                actors=2 if method == "ours_actors2" else 0,
                 run_dir=args.out / f"{stamp}-{args.task}-{args.obs}-{method}-s{seed}",
             )
             start = time.time()
@@ -121,7 +130,7 @@ def main() -> None:
         print(f"| {method} | {shown_steps(reached, args.budget)} | {med} | {finals} | "
               f"{sum(r['wall_s'] for r in rows)} s |")
     if "ours" in medians and np.isfinite(medians["ours"]):
-        for other in ("sb3", "ours_no_demos"):
+        for other in ("sb3", "ours_no_demos", "ours_actors2"):
             if other in medians:
                 ratio = medians[other] / medians["ours"]
                 bound = "" if np.isfinite(ratio) else f" (>= {args.budget / medians['ours']:.1f}x: not reached)"

@@ -1,9 +1,8 @@
-"""Actor/learner link figures over loopback: throughput, actor-side added latency, weight-push latency; and a
-sample-efficiency comparison of ``train --actors 2`` with single-process ``train``.
+"""Actor/learner link figures over loopback: throughput, actor-side added latency, weight-push latency. (The
+sample efficiency of ``train --actors 2`` against one process is ``bench/learning.py --methods ours_actors2``.)
 
     python bench/transport.py throughput [--transitions 3000] [--image-size 128] [--pattern scene]
     python bench/transport.py latency [--seconds 30] [--hz 10] [--publish-every 1.0]
-    python bench/transport.py compare [--steps 20000] [--task pick_cube]
 
 throughput: one actor pushes CounterEnv transitions with two cameras as fast as the link takes them, to a
     learner process that decodes, validates, assembles episodes into a ReplayBuffer and fsyncs the replay log
@@ -14,7 +13,6 @@ latency: one actor at ``--hz`` runs a pixel SAC policy (2 x 128x128 cameras) whi
     per step (``ActorClient.add`` + ``PolicyHolder.maybe_swap``), the step time (act + link) against the same
     loop without a link, and weight latency: learner publish -> loaded on the actor, and -> first control step
     using it.
-compare: runs both training modes on the same task/budget/seed and prints eval success against env steps.
 Each process of a pair uses ``torch.set_num_threads(1)``.
 """
 
@@ -268,41 +266,6 @@ def latency(args: argparse.Namespace) -> None:
         )
 
 
-def compare(args: argparse.Namespace) -> None:
-    root = Path(args.out)
-    common = [
-        "--task",
-        args.task,
-        "--obs",
-        "state",
-        "--total-env-steps",
-        str(args.steps),
-        "--seed",
-        str(args.seed),
-        "--eval-every",
-        str(args.eval_every),
-        "--torch-threads",
-        "1",
-        "--no-progress",
-    ]
-    runs = {"single": [], f"actors{args.actors}": ["--actors", str(args.actors)]}
-    for name, extra in runs.items():
-        run = root / name
-        if not (run / "config.json").exists():
-            start = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-m", "robot_rl.cli", "train", *common, *extra, "--run-dir", str(run)],
-                check=True,
-            )
-            print(f"{name}: {time.perf_counter() - start:.0f} s wall")
-    from robot_rl.training.run_dir import RunDir
-
-    print(f"eval success vs env steps ({args.task}, state, seed {args.seed}):")
-    for name in runs:
-        steps, success = RunDir(root / name).read_metrics("eval", "success_rate")
-        print(f"  {name:>8}: " + ", ".join(f"{s}: {v:.0%}" for s, v in zip(steps, success)))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -319,17 +282,10 @@ def main() -> None:
         p.add_argument(
             "--switch-interval-ms", type=float, default=0.0, help="sys.setswitchinterval (0: keep)"
         )
-    p = sub.add_parser("compare")
-    p.add_argument("--task", default="pick_cube")
-    p.add_argument("--steps", type=int, default=20_000)
-    p.add_argument("--eval-every", type=int, default=2_000)
-    p.add_argument("--actors", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="runs/bench-actors-vs-single")
     args = parser.parse_args()
     os.environ.setdefault(TOKEN_ENV, secrets.token_urlsafe(24))
     _LEVEL[0] = getattr(args, "compression", 1)
-    {"throughput": throughput, "latency": latency, "_learner": _learner_role, "compare": compare}[args.mode](
+    {"throughput": throughput, "latency": latency, "_learner": _learner_role}[args.mode](
         args
     )
 

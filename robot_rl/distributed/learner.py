@@ -351,6 +351,7 @@ class Learner:
             lambda o: self.agent.act(o, deterministic=True), self.eval_env, t.eval_episodes, EVAL_SEED_BASE
         )
         self.last_eval = result
+        self.server.hold = False  # the run loop holds the actors again if they are still ahead of the updates
         self.run_dir.log("eval", self.env_steps, result.metrics())
         self.run_dir.plot_learning_curve()
         log.info("[%d transitions] eval: %s", self.env_steps, result.summary())
