@@ -41,7 +41,9 @@ def main() -> None:
     add_recipe_args(parser)
     parser.add_argument("--methods", nargs="+", default=["demos", "corrector"], choices=["demos", "corrector"])
     parser.add_argument("--threshold", type=float, default=0.9)
-    parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold, help="corrector threshold")
+    parser.add_argument("--metric", default=CorrectorConfig.drift_metric, choices=["progress", "direction", "rms"])
+    parser.add_argument("--patience", type=int, default=CorrectorConfig.patience_steps)
+    parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold, help="action-metric threshold")
     parser.add_argument("--takeover-steps", type=int, default=CorrectorConfig.takeover_steps)
     parser.add_argument("--cooldown", type=int, default=5, help="corrector cooldown steps after a hand-back")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_interventions"))
@@ -51,8 +53,8 @@ def main() -> None:
     results: dict[str, list[dict]] = {}
     for method in args.methods:
         for seed in args.seeds:
-            corrector = CorrectorConfig(threshold=args.drift, takeover_steps=args.takeover_steps,
-                                        cooldown_steps=args.cooldown, seed=seed)
+            corrector = CorrectorConfig(drift_metric=args.metric, patience_steps=args.patience, threshold=args.drift,
+                                        takeover_steps=args.takeover_steps, cooldown_steps=args.cooldown, seed=seed)
             cfg = recipe_config(args, seed, teleop="scripted" if method == "corrector" else "none",
                                 corrector=corrector, run_dir=args.out / f"{stamp}-{args.task}-{method}-s{seed}")
             row = {"seed": seed, **run(cfg)}

@@ -50,7 +50,9 @@ def main() -> None:
     add_recipe_args(parser, eval_episodes=50, seeds=(0, 1, 2, 3, 4))
     parser.add_argument("--expert-noise", type=float, default=0.8)
     parser.add_argument("--expert-episodes", type=int, default=100)
-    parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold)
+    parser.add_argument("--metric", default=CorrectorConfig.drift_metric, choices=["progress", "direction", "rms"])
+    parser.add_argument("--patience", type=int, default=CorrectorConfig.patience_steps)
+    parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold, help="action-metric threshold")
     parser.add_argument("--takeover-steps", type=int, default=4, help="k (RLIF sim: 4)")
     parser.add_argument("--p-drift", type=float, default=0.95)
     parser.add_argument("--p-random", type=float, default=0.05)
@@ -66,7 +68,8 @@ def main() -> None:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     rows = []
     for seed in args.seeds:
-        corrector = CorrectorConfig(threshold=args.drift, takeover_steps=args.takeover_steps,
+        corrector = CorrectorConfig(drift_metric=args.metric, patience_steps=args.patience, threshold=args.drift,
+                                    takeover_steps=args.takeover_steps,
                                     p_takeover_on_drift=args.p_drift, p_takeover_random=args.p_random,
                                     expert_noise_std=args.expert_noise, seed=seed)
         cfg = recipe_config(args, seed, demo_noise=args.expert_noise, teleop="scripted", intervention_mode="rlif",
