@@ -67,3 +67,10 @@ def median_steps(reached: list[int | None]) -> float:
 
 def shown_steps(reached: list[int | None], budget: int) -> str:
     return ", ".join(str(s) if s is not None else f">{budget}" for s in reached)
+
+
+def results_name(stamp: str, args: argparse.Namespace, *parts: str) -> str:
+    """File name of a benchmark's JSON results: time, task, ``parts`` and seeds (runs started in the same
+    second with other seeds or methods must not overwrite each other)."""
+    seeds = "-".join(str(s) for s in args.seeds)
+    return "-".join([stamp, args.task, *parts, f"s{seeds}"]) + ".json"

@@ -17,7 +17,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _recipe import add_recipe_args, median_steps, rate_first_last, recipe_config, shown_steps, steps_to
+from _recipe import (
+    add_recipe_args,
+    median_steps,
+    rate_first_last,
+    recipe_config,
+    results_name,
+    shown_steps,
+    steps_to,
+)
 
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.config import TrainConfig
@@ -64,7 +72,7 @@ def main() -> None:
             print(method, json.dumps(row), flush=True)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stamp}-{args.task}.json").write_text(json.dumps(vars(args) | {"results": results},
+    (args.out / results_name(stamp, args, *args.methods)).write_text(json.dumps(vars(args) | {"results": results},
                                                                    default=str, indent=1))
     pct = f"{args.threshold:.0%}"
     print(f"\n| method | steps to {pct} per seed | median | final success | intervention rate first -> last 10% |")

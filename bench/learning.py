@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _recipe import add_recipe_args, median_steps, recipe_config, shown_steps, steps_to
+from _recipe import add_recipe_args, median_steps, recipe_config, results_name, shown_steps, steps_to
 from gymnasium.wrappers import FlattenObservation
 
 from robot_rl.training.config import TrainConfig
@@ -115,7 +115,7 @@ def main() -> None:
             print(method, json.dumps(row), flush=True)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stamp}-{args.task}-{args.obs}.json").write_text(
+    (args.out / results_name(stamp, args, args.obs, *args.methods)).write_text(
         json.dumps(vars(args) | {"results": results}, default=str, indent=1)
     )
     pct = f"{args.threshold:.0%}"

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _recipe import add_recipe_args, rate_first_last, recipe_config
+from _recipe import add_recipe_args, rate_first_last, recipe_config, results_name
 
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.evaluate import EVAL_SEED_BASE, wilson_interval
@@ -88,7 +88,7 @@ def main() -> None:
         print("rlif", json.dumps(row), flush=True)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stamp}-{args.task}.json").write_text(json.dumps(vars(args) | {"expert_success": bar,
+    (args.out / results_name(stamp, args, "rlif")).write_text(json.dumps(vars(args) | {"expert_success": bar,
                                                                                  "results": rows}, default=str))
     finals = [r["final_success"] for r in rows]
     print("\n| | success | intervention rate first -> last 10% |\n|---|---|---|")
