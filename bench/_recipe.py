@@ -74,3 +74,12 @@ def results_name(stamp: str, args: argparse.Namespace, *parts: str) -> str:
     second with other seeds or methods must not overwrite each other)."""
     seeds = "-".join(str(s) for s in args.seeds)
     return "-".join([stamp, args.task, *parts, f"s{seeds}"]) + ".json"
+
+
+def steps_columns(rows: list[dict], budget: int) -> tuple[float, list[str]]:
+    """Median steps-to-threshold of one method's runs and its table cells: per seed, median, final success."""
+    reached = [r["steps_to_threshold"] for r in rows]
+    median = median_steps(reached)
+    finals = ", ".join(f"{r['final_success']:.0%}" for r in rows)
+    shown_median = f"{median:.0f}" if np.isfinite(median) else "not reached"
+    return median, [shown_steps(reached, budget), shown_median, finals]

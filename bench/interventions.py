@@ -19,11 +19,10 @@ from pathlib import Path
 import numpy as np
 from _recipe import (
     add_recipe_args,
-    median_steps,
     rate_first_last,
     recipe_config,
     results_name,
-    shown_steps,
+    steps_columns,
     steps_to,
 )
 
@@ -79,12 +78,9 @@ def main() -> None:
     print("|---|---|---|---|---|")
     medians = {}
     for method, rows in results.items():
-        reached = [r["steps_to_threshold"] for r in rows]
-        medians[method] = median_steps(reached)
-        finals = ", ".join(f"{r['final_success']:.0%}" for r in rows)
+        medians[method], cells = steps_columns(rows, args.budget)
         rates = ", ".join(f"{r['rate_first']:.2f} -> {r['rate_last']:.2f}" for r in rows) if method != "demos" else "-"
-        med = f"{medians[method]:.0f}" if np.isfinite(medians[method]) else "not reached"
-        print(f"| {method} | {shown_steps(reached, args.budget)} | {med} | {finals} | {rates} |")
+        print(f"| {method} | {' | '.join(cells)} | {rates} |")
     if {"demos", "corrector"} <= set(medians) and np.isfinite(medians["corrector"]):
         print(f"steps-to-{pct} ratio demos / corrector: {medians['demos'] / medians['corrector']:.1f}x")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _recipe import add_recipe_args, median_steps, recipe_config, results_name, shown_steps, steps_to
+from _recipe import add_recipe_args, recipe_config, results_name, steps_columns, steps_to
 from gymnasium.wrappers import FlattenObservation
 
 from robot_rl.training.config import TrainConfig
@@ -123,12 +123,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     medians = {}
     for method, rows in results.items():
-        reached = [r["steps_to_threshold"] for r in rows]
-        medians[method] = median_steps(reached)
-        finals = ", ".join(f"{r['final_success']:.0%}" for r in rows)
-        med = "not reached" if np.isinf(medians[method]) else f"{medians[method]:.0f}"
-        print(f"| {method} | {shown_steps(reached, args.budget)} | {med} | {finals} | "
-              f"{sum(r['wall_s'] for r in rows)} s |")
+        medians[method], cells = steps_columns(rows, args.budget)
+        print(f"| {method} | {' | '.join(cells)} | {sum(r['wall_s'] for r in rows)} s |")
     if "ours" in medians and np.isfinite(medians["ours"]):
         for other in ("sb3", "ours_no_demos", "ours_actors2"):
             if other in medians:
