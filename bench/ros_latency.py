@@ -45,10 +45,13 @@ def _env(domain: int) -> dict[str, str]:
     return env
 
 
-def _start(spec: str, domain: int, log_dir: Path, name: str | None = None, **overrides) -> subprocess.Popen:
+def _start(spec: str, domain: int, log_dir: Path, name: str | None = None, rt_priority: int = 0,
+           **overrides) -> subprocess.Popen:
     from robot_rl_ros.specs import SPECS, share_dir
 
     argv = SPECS[spec].argv(share_dir(), "/bench", name, overrides)
+    if rt_priority:  # SCHED_FIFO, as a real control PC runs its control processes (chrt, needs the privilege)
+        argv = ["chrt", "-f", str(rt_priority), *argv]
     log = open(log_dir / f"{name or spec}.log", "w")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(argv, env=_env(domain), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -75,17 +78,17 @@ def _rss_mb(pid: int) -> float:
 def _node(domain: int, name: str):
     import rclpy
     from rclpy.context import Context
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from robot_rl_ros.specs import ENVIRONMENT
+
+    from robot_rl.ros.runtime import make_executor, spin_until_shutdown
 
     os.environ.update(ENVIRONMENT, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     context = Context()
     rclpy.init(context=context, domain_id=domain)
     node = Node(name, namespace="/bench", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    executor = make_executor(node)  # as the nodes do: the driver stack it stands for is C++
+    threading.Thread(target=spin_until_shutdown, args=(executor, node), daemon=True).start()
     return node, executor, context
 
 
@@ -153,6 +156,8 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
 
     tmp = Path(tempfile.mkdtemp(prefix="ros_latency_"))
     cfg = _arm_config(tmp, args.hz)
+    if args.rt_priority:  # this process is the driver stack: real drivers run SCHED_FIFO too
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     node, executor, context = _node(args.domain, "bench_driver")
     driver = Driver(node, args.driver_hz)
     echoes: list[tuple[float, float]] = []  # (obs stamp, command stamp)
@@ -164,8 +169,9 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
 
     node.create_subscription(JointState, names.EXECUTED_ACTION, on_echo, EVENTS)
     stats_path = tmp / "actor_stats.json"
-    bridge = _start("robot_bridge", args.domain, tmp, hardware_config=cfg, state_hz=1000.0)
-    actor = _start("policy_actor", args.domain, tmp, **{
+    rt = args.rt_priority
+    bridge = _start("robot_bridge", args.domain, tmp, rt_priority=rt, hardware_config=cfg, state_hz=1000.0)
+    actor = _start("policy_actor", args.domain, tmp, rt_priority=rt, **{
         "env.hardware_config": cfg, "env.reward": False, "env.max_episode_steps": 1_000_000,
         "actor.policy": "network", "actor.stats_path": str(stats_path)})
     procs = [bridge, actor]
@@ -302,6 +308,8 @@ def main() -> None:
         if name in ("latency", "soak"):
             p.add_argument("--hz", type=float, default=10.0)
             p.add_argument("--driver-hz", type=float, default=250.0)
+            p.add_argument("--rt-priority", type=int, default=0,
+                           help="run driver, bridge and actor SCHED_FIFO at this priority (1-99; 0: normal)")
         if name == "latency":
             p.add_argument("--seconds", type=float, default=30.0)
         if name == "soak":

@@ -1,28 +1,35 @@
 """Process plumbing shared by our node entry points: init, parameters as a typed dataclass, spinning.
 
 Executors: our callbacks are all short (the robot bridge's reset is a coroutine that awaits instead of
-blocking), so nodes spin a ``SingleThreadedExecutor`` -- ``spin()``, never a ``spin_once`` loop. Measured
-on the 2-core CI machine with the robot bridge fed 100 Hz pose + joint_states + wrench: rclpy 9's
-MultiThreadedExecutor cost 71% of a core and delivered 57% of the states (p99 53 ms), the
-single-threaded one 21% with none lost (p50 2.4 ms, p99 8 ms). Callback groups stay explicit so a node
-can move to a MultiThreadedExecutor if it ever needs a blocking callback. ``spin`` returns on
-SIGINT/SIGTERM, which rclpy's signal handlers turn into a context shutdown.
+blocking), so one executor thread per node is enough. rclpy's Python executors rebuild their wait set on
+every wake-up, which costs more than our callbacks: with the robot bridge fed 500 driver messages/s, half
+its CPU went there. So nodes run rclpy's ``EventsExecutor`` (C++, Kilted and later) where it exists and
+fall back to the ``SingleThreadedExecutor``; ``ROBOT_RL_EXECUTOR=single`` forces the fallback. The
+100 Hz observation -> command p99 fell from 7.7-9.2 ms to 4.2-5.2 ms (docs/benchmarks.md). Both are
+driven by a ``spin_once`` loop: ``EventsExecutor.spin()`` does not return on shutdown (it had to be
+SIGKILLed). The MultiThreadedExecutor is avoided: on the 2-core CI machine it cost 71% of a core and
+delivered 57% of the bridge's states (p99 53 ms). Callback groups stay explicit so a node can move to a
+multi-threaded executor if it ever needs a blocking callback. SIGINT/SIGTERM shut the context down
+(rclpy's signal handlers), which ends the loop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import threading
 import typing
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 T = TypeVar("T")
+EXECUTOR_ENV = "ROBOT_RL_EXECUTOR"
+EXECUTORS = ("events", "single")
 
 
 def declare_dataclass(node: Node, cls: type[T], prefix: str = "") -> T:
@@ -51,13 +58,37 @@ def declare_dataclass(node: Node, cls: type[T], prefix: str = "") -> T:
         raise SystemExit(f"{node.get_fully_qualified_name()}: bad parameters: {err}") from err
 
 
+def make_executor(node: Node) -> Executor:
+    """The executor for ``node``: events (default, where rclpy has it) or single-threaded."""
+    choice = os.environ.get(EXECUTOR_ENV, "events")
+    if choice not in EXECUTORS:
+        raise ValueError(f"{EXECUTOR_ENV}={choice!r} (environment): expected one of {EXECUTORS}")
+    executor: Executor | None = None
+    if choice == "events":
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:  # rclpy before Kilted
+            pass
+        else:
+            executor = EventsExecutor(context=node.context)
+    executor = executor or SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    return executor
+
+
+def spin_until_shutdown(executor: Executor, node: Node) -> None:
+    """Run callbacks until ``node``'s context shuts down (SIGINT/SIGTERM or ``rclpy.shutdown``)."""
+    with contextlib.suppress(ExternalShutdownException):  # raised by a wait that the shutdown ended
+        while node.context.ok():
+            executor.spin_once(timeout_sec=0.1)
+
+
 def spin(node: Node) -> None:
     """Spin ``node`` until shutdown (SIGINT/SIGTERM), then tear down cleanly."""
-    executor = SingleThreadedExecutor(context=node.context)
-    executor.add_node(node)
+    executor = make_executor(node)
     try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+        spin_until_shutdown(executor, node)
+    except KeyboardInterrupt:
         pass
     finally:
         executor.shutdown(timeout_sec=1.0)
@@ -66,17 +97,17 @@ def spin(node: Node) -> None:
 
 
 class BackgroundSpinner:
-    """``executor.spin()`` in a daemon thread, for processes whose main thread runs a loop (the actor)."""
+    """The executor in a daemon thread, for processes whose main thread runs a loop (the actor)."""
 
     def __init__(self, node: Node) -> None:
-        self.executor = SingleThreadedExecutor(context=node.context)
-        self.executor.add_node(node)
+        self.node = node
+        self.executor = make_executor(node)
         self.thread = threading.Thread(target=self._run, daemon=True, name=f"spin-{node.get_name()}")
         self.thread.start()
 
     def _run(self) -> None:
-        with contextlib.suppress(ExternalShutdownException, Exception):  # shutdown races end the thread
-            self.executor.spin()
+        with contextlib.suppress(Exception):  # shutdown races end the thread
+            spin_until_shutdown(self.executor, self.node)
 
     def stop(self) -> None:
         self.executor.shutdown(timeout_sec=1.0)

@@ -52,8 +52,10 @@ def bridges(tmp_path_factory):
 
 
 def send(probe, ns: str, action: np.ndarray, pub_cache: dict = {}):  # noqa: B006 - per-module cache
-    if ns not in pub_cache:
-        pub_cache[ns] = probe.node.create_publisher(JointState, f"/{ns}/{names.ACTION}", CMD)
+    if ns not in pub_cache:  # a new publisher's first message is lost until the bridge has matched it
+        pub = probe.node.create_publisher(JointState, f"/{ns}/{names.ACTION}", CMD)
+        wait_for(lambda: pub.get_subscription_count() > 0, 10.0, f"the {ns} bridge to subscribe to rl/action")
+        pub_cache[ns] = pub
     pub_cache[ns].publish(named_vector(names.ACTION_NAMES, action, probe.node.get_clock().now().to_msg()))
 
 
