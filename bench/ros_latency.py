@@ -1,8 +1,8 @@
 """ROS 2 figures over real DDS (loopback, Fast DDS from the Kilted wheels): control-loop latency, a soak,
 camera throughput. Needs rclpy and the installed package (``pip install ./ros2_ws/src/robot_rl_ros``).
 
-    python bench/ros_latency.py latency [--hz 10] [--seconds 30] [--driver-hz 250]
-    python bench/ros_latency.py soak [--minutes 10] [--hz 100]
+    python bench/ros_latency.py latency [--hz 10] [--seconds 30] [--driver-hz 250] [--rt-priority 50]
+    python bench/ros_latency.py soak [--minutes 10] [--hz 100] [--rt-priority 50]
     python bench/ros_latency.py cameras [--seconds 20] [--size 128]
 
 latency: this process is the driver stack (``current_pose`` + ``joint_states`` at ``--driver-hz``, crisp's
@@ -10,9 +10,11 @@ latency: this process is the driver stack (``current_pose`` + ``joint_states`` a
     SAC state policy (256x256 MLP) at ``--hz``. Observation -> command latency is, per control step, the time
     from the driver's pose stamp to the arrival of the command it caused back at the driver: the bridge's
     echo gives obs stamp -> command sent; the driver's receipt gives command sent -> received. Missed
-    cycles are steps that overran their period.
-soak: the latency setup for ``--minutes``; resident memory (RSS) of bridge and actor is sampled every 10 s,
-    and growth is reported from the first sample after warm-up, with the latency figures of the run.
+    cycles: commands that reached the driver more than 1.5 periods after the previous one (measurement
+    window), and the actor's own count of steps that overran their period (whole run, start-up included).
+    ``--rt-priority``: driver, bridge and actor run SCHED_FIFO, as on a real-time control PC.
+soak: the latency setup for ``--minutes``; resident memory (RSS) of bridge and actor is sampled every 10 s;
+    growth is reported over the second half, after bounded buffers (the actor's stats window) have filled.
 cameras: this process publishes two ``--size``^2 rgb8 cameras at 30 Hz (reliable, like realsense); two
     camera_bridge processes forward them to ``rl/images/*``; counts frames in and out, and the latency.
 """
@@ -49,9 +51,7 @@ def _start(spec: str, domain: int, log_dir: Path, name: str | None = None, rt_pr
            **overrides) -> subprocess.Popen:
     from robot_rl_ros.specs import SPECS, share_dir
 
-    argv = SPECS[spec].argv(share_dir(), "/bench", name, overrides)
-    if rt_priority:  # SCHED_FIFO, as a real control PC runs its control processes (chrt, needs the privilege)
-        argv = ["chrt", "-f", str(rt_priority), *argv]
+    argv = SPECS[spec].argv(share_dir(), "/bench", name, overrides, rt_priority=rt_priority)
     log = open(log_dir / f"{name or spec}.log", "w")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(argv, env=_env(domain), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -198,7 +198,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
             time.sleep(0.2)
         window = list(echoes)
     finally:
-        _stop(procs)
+        _stop(procs[::-1])  # the actor first: a bridge stopped under it would end its last step stale
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         import rclpy
@@ -208,7 +208,10 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
     to_bridge = [(c - o) * 1e3 for o, c in window]
     total = [(driver.arrivals[round(c, 6)] - o) * 1e3 for o, c in window if round(c, 6) in driver.arrivals]
     expected = seconds * args.hz
-    return {"hz": args.hz, "steps": len(window), "expected_steps": expected,
+    # As the arm sees it: a command that came more than 1.5 periods after the previous one is a missed cycle.
+    gaps = np.diff(np.sort([c for _, c in window]))
+    late = int(np.sum(gaps > 1.5 / args.hz))
+    return {"hz": args.hz, "steps": len(window), "expected_steps": expected, "late_commands": late,
             "missed_cycles": actor_stats.get("missed_cycles"), "actor_steps": actor_stats.get("steps"),
             "stale_steps": actor_stats.get("stale_steps"), "actor_alive": actor.returncode in (None, 0, -15),
             "policy_ms_p50": actor_stats.get("policy_ms_p50"), "to_bridge_ms": to_bridge, "total_ms": total,
@@ -221,25 +224,28 @@ def cmd_latency(args: argparse.Namespace) -> None:
           f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs):")
     print(f"  observation -> command received by the driver: {_percentiles(r['total_ms'])}")
     print(f"  observation -> command sent by the bridge:     {_percentiles(r['to_bridge_ms'])}")
-    print(f"  steps {r['steps']} of {r['expected_steps']:.0f} expected; missed cycles (whole run) "
-          f"{r['missed_cycles']} of {r['actor_steps']}; policy forward p50 {r['policy_ms_p50']:.2f} ms")
+    print(f"  steps {r['steps']} of {r['expected_steps']:.0f} expected, {r['late_commands']} commands > 1.5 periods "
+          f"after the previous one; missed cycles (actor, whole run) {r['missed_cycles']} of {r['actor_steps']}; "
+          f"policy forward p50 {r['policy_ms_p50']:.2f} ms")
 
 
 def cmd_soak(args: argparse.Namespace) -> None:
     args.seconds = args.minutes * 60
     r = run_loop(args, args.seconds, soak=True)
     print(f"soak: {args.minutes:g} min at {args.hz:g} Hz, {r['steps']} steps of {r['expected_steps']:.0f}, "
-          f"missed cycles {r['missed_cycles']}, stale-observation steps {r['stale_steps']} "
+          f"{r['late_commands']} commands > 1.5 periods after the previous one; actor (whole run, start-up "
+          f"included): missed cycles {r['missed_cycles']}, stale-observation steps {r['stale_steps']} "
           f"(load average {os.getloadavg()[0]:.1f})")
     print(f"  observation -> command received by the driver: {_percentiles(r['total_ms'])}")
     if not r["actor_alive"]:
         print(f"  the actor exited before the end: see {r['logs']}/policy_actor.log")
     for key, samples in r["rss"].items():
         samples = [x for x in samples if np.isfinite(x[1])]
-        if len(samples) >= 2:
-            (t0, m0), (t1, m1) = samples[0], samples[-1]
-            rate = (m1 - m0) / max(t1 - t0, 1e-9) * 3600
-            print(f"  {key} RSS {m0:.1f} -> {m1:.1f} MB over {(t1 - t0) / 60:.1f} min ({rate:+.1f} MB/h)")
+        if len(samples) >= 4:  # growth over the second half: bounded windows (the actor's stats) fill first
+            (_, m0), (th, mh), (t1, m1) = samples[0], samples[len(samples) // 2], samples[-1]
+            rate = (m1 - mh) / max(t1 - th, 1e-9) * 3600
+            print(f"  {key} RSS {m0:.1f} -> {mh:.1f} -> {m1:.1f} MB at 0 / {th / 60:.1f} / {t1 / 60:.1f} min "
+                  f"(second half {rate:+.1f} MB/h)")
 
 
 def cmd_cameras(args: argparse.Namespace) -> None:
@@ -285,7 +291,7 @@ def cmd_cameras(args: argparse.Namespace) -> None:
             time.sleep(max(0.0, next_t - time.monotonic()))
         time.sleep(1.0)
     finally:
-        _stop(procs)
+        _stop(procs[::-1])  # the actor first: a bridge stopped under it would end its last step stale
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         import rclpy

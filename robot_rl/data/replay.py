@@ -21,6 +21,11 @@ i.e. the window never crosses the write index into overwritten or not-yet-writte
 still in progress become valid once their full window is in the ring: the newest next_obs of an open episode
 is held in memory (``_pending``) until the next ``add`` writes it as that step's obs, or the episode ends.
 
+n-step windows never span a change of actor (the ``intervention`` extra, when stored): a policy step's
+return stops at a human takeover and bootstraps from the takeover state's value under the policy. Otherwise
+the last policy steps before a takeover would be credited with the corrections that follow, rewarding a
+policy for stalling where a human steps in.
+
 Symmetry / DrQ augmentation is meant to wrap ``sample`` (a ``Batch -> Batch`` transform); none applied here.
 """
 
@@ -42,6 +47,8 @@ from robot_rl.data.episode import Episode
 from robot_rl.envs.contract import INFO_KEYS, check_observation
 
 REPLAY_FORMAT_VERSION = 1
+INTERVENTION = "intervention"
+"""The extra that says who acted (True: a human / corrector); n-step windows stop where it changes."""
 
 
 @dataclass(frozen=True)
@@ -328,7 +335,8 @@ class ReplayBuffer:
     def _windows(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """n-step windows from ``starts`` [B] -> n_eff int, return float64, terminal bool, ok bool (each [B]).
 
-        The window stops after n steps, at a terminal step, or before the episode's final record (truncation).
+        The window stops after n steps, at a terminal step, before the episode's final record (truncation),
+        or before a step taken by the other actor (policy vs human, the ``intervention`` extra).
         ``ok`` is False when the window plus its next frame would cross the write index (stale or unwritten).
         """
         cap, n, gamma = self.capacity, self.config.n_step, self.config.gamma
@@ -336,12 +344,15 @@ class ReplayBuffer:
         ret = np.zeros(len(starts), np.float64)
         terminal = np.zeros(len(starts), np.bool_)
         alive = self._is_step[starts].copy()
+        actor = self._extras.get(INTERVENTION)
         for k in range(n):
             s = (starts + k) % cap
             ret += np.where(alive, gamma**k * self._reward[s], 0.0)
             n_eff += alive
             terminal |= alive & self._terminated[s]
             alive &= ~self._terminated[s] & self._is_step[(s + 1) % cap]
+            if actor is not None:  # never across a takeover or hand-back: see the module notes
+                alive &= actor[(s + 1) % cap] == actor[starts]
         dist = (self._ptr - starts) % cap  # offset of the write index from the start
         return n_eff, ret, terminal, ~((dist >= 1) & (dist <= n_eff))
 

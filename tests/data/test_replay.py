@@ -30,8 +30,11 @@ def obs_of(ep: int, t: int) -> dict[str, np.ndarray]:
     }
 
 
-def make_episode(ep: int, rewards: list[float], terminated: bool, truncated: bool = False) -> Episode:
+def make_episode(ep: int, rewards: list[float], terminated: bool, truncated: bool = False,
+                 intervention: list[bool] | None = None) -> Episode:
+    """Episode ``ep``; the policy acts throughout unless ``intervention`` flags the steps a human took."""
     t = len(rewards)
+    flags = np.zeros(t, np.bool_) if intervention is None else np.asarray(intervention, np.bool_)
     frames = [obs_of(ep, i) for i in range(t + 1)]
     return Episode(
         observations={k: np.stack([f[k] for f in frames]) for k in SPACE.spaces},
@@ -39,7 +42,7 @@ def make_episode(ep: int, rewards: list[float], terminated: bool, truncated: boo
         rewards=np.asarray(rewards, np.float32),
         terminated=terminated,
         truncated=truncated,
-        infos={"intervention": np.arange(t) % 2 == 0, "grasp_penalty": -0.1 * np.arange(t, dtype=np.float32)},
+        infos={"intervention": flags, "grasp_penalty": -0.1 * np.arange(t, dtype=np.float32)},
     )
 
 
@@ -106,6 +109,20 @@ def test_n_step_returns_at_episode_end(terminated: bool) -> None:
     np.testing.assert_allclose(batch.reward.numpy(), [2.75, 4.5, 6.25, 6.5, 5.0])
     tail = [0.0, 0.0, 0.0] if terminated else [0.125, 0.25, 0.5]
     np.testing.assert_allclose(batch.discount.numpy(), [0.125, 0.125, *tail])
+
+
+def test_n_step_window_stops_where_the_actor_changes() -> None:
+    """Policy, policy, human (takeover), human, policy (hand-back), terminal: n = 3, gamma = 0.5. No window
+    mixes actors, so a policy step is never credited with the corrections after a takeover."""
+    buf = make_buffer(n_step=3, gamma=0.5)
+    flags = [False, False, True, True, False]
+    buf.add_episode(make_episode(0, [1, 2, 3, 4, 5], terminated=True, intervention=flags))
+    s, ns, batch = all_transitions(buf)
+    np.testing.assert_array_equal(s[:, 1], [0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(ns[:, 1], [2, 2, 4, 4, 5])  # n' = 2, 1 | 2, 1 | 1 (terminal)
+    np.testing.assert_allclose(batch.reward.numpy(), [1 + 0.5 * 2, 2, 3 + 0.5 * 4, 4, 5])
+    np.testing.assert_allclose(batch.discount.numpy(), [0.25, 0.5, 0.25, 0.5, 0.0])
+    np.testing.assert_array_equal(batch.extras["intervention"].numpy(), flags)
 
 
 def test_n_step_one() -> None:
@@ -212,7 +229,7 @@ def test_sampling_is_deterministic_per_seed() -> None:
 
 def test_batch_shapes_dtypes_and_extras() -> None:
     buf = make_buffer(n_step=2)
-    buf.add_episode(make_episode(0, [1, 2, 3, 4], terminated=True))
+    buf.add_episode(make_episode(0, [1, 2, 3, 4], terminated=True, intervention=[True, False, True, False]))
     batch = buf.sample(16, device="cpu")
     assert len(batch) == 16
     assert batch.obs["state"].shape == (16, 3) and batch.obs["state"].dtype == torch.float32

@@ -137,6 +137,10 @@ def test_spec_argv_is_the_documented_command_line(tmp_path: Path) -> None:
     kwargs = SPECS["robot_bridge"].launch_kwargs(PKG, "fr3", overrides={"state_hz": 100.0})
     assert kwargs["parameters"] == [str(PKG / "config/robot_bridge.yaml"), {"state_hz": 100.0}]
     assert (kwargs["package"], kwargs["executable"]) == ("robot_rl_ros", "robot_bridge")
+    assert "prefix" not in kwargs
+    rt = SPECS["robot_bridge"].argv(PKG, "/fr3", "bridge", overrides, exe_dir=tmp_path, rt_priority=50)
+    assert rt == ["chrt", "-f", "50", *argv]
+    assert SPECS["robot_bridge"].launch_kwargs(PKG, rt_priority=50)["prefix"] == "chrt -f 50"
 
 
 # --- run the launch files against stand-in launch modules -------------------------------------------------
@@ -223,6 +227,15 @@ def test_real_arm_launch_with_reward_classifier(fake_launch) -> None:
     nodes = {p.kwargs["name"]: p.kwargs for p in produced if type(p).__name__ == "Node"}
     assert nodes["reward_classifier"]["parameters"][-1] == {"classifier": "/data/pick.pt"}
     assert nodes["policy_actor"]["parameters"][-1]["env.reward"] is True  # the actor reads rl/reward
+
+
+def test_real_arm_launch_real_time_priority(fake_launch) -> None:
+    produced, _ = _run(PKG / "launch/real_arm.launch.py", rt_priority="50")
+    prefixes = {p.kwargs["name"]: p.kwargs.get("prefix") for p in produced if type(p).__name__ == "Node"}
+    assert prefixes == {"robot_bridge": "chrt -f 50", "camera_bridge_front": None, "teleop": None,
+                        "policy_actor": "chrt -f 50"}
+    with pytest.raises(ValueError, match=r"real_arm.launch.py rt_priority='high': expected an integer 0-99"):
+        _run(PKG / "launch/real_arm.launch.py", rt_priority="high")
 
 
 def test_bridge_and_learner_launch(fake_launch) -> None:

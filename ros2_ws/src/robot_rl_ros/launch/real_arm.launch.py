@@ -12,14 +12,16 @@ from launch_ros.actions import Node
 
 from robot_rl.ros.hardware import load_camera_config
 from robot_rl_ros.launch_support import arg, environment, flag, names, value
-from robot_rl_ros.specs import SPECS, learner_argv, share_dir
+from robot_rl_ros.specs import SPECS, learner_argv, rt_priority, share_dir
 
 
 def _nodes(context):
     ns, hw = value(context, "namespace"), value(context, "hardware")
     cameras = names(context, "cameras")
     share = share_dir()
-    out = [Node(**SPECS["robot_bridge"].launch_kwargs(share, ns, overrides={"hardware_config": hw}))]
+    rt = rt_priority(value(context, "rt_priority"), "real_arm.launch.py rt_priority")
+    out = [Node(**SPECS["robot_bridge"].launch_kwargs(share, ns, overrides={"hardware_config": hw},
+                                                      rt_priority=rt))]
     for cam in cameras:
         name = load_camera_config(cam).name
         out.append(Node(**SPECS["camera_bridge"].launch_kwargs(
@@ -37,7 +39,7 @@ def _nodes(context):
                  "actor.learner_address": value(context, "learner_address")}
         if cameras:
             actor["env.cameras"] = cameras
-        out.append(Node(**SPECS["policy_actor"].launch_kwargs(share, ns, overrides=actor)))
+        out.append(Node(**SPECS["policy_actor"].launch_kwargs(share, ns, overrides=actor, rt_priority=rt)))
     if flag(context, "learner"):
         cmd = learner_argv(value(context, "learner_address"), hw, cameras, extra=value(context, "learner_args").split())
         out.append(ExecuteProcess(cmd=cmd, output="screen"))
@@ -60,6 +62,7 @@ def generate_launch_description() -> LaunchDescription:
         arg("learner", "false", "also start the learner on this machine"),
         arg("learner_address", "localhost:50051", "host:port of the learner (remote or local)"),
         arg("learner_args", "", "further arguments for robot-rl learner (learner:=true), e.g. --train.task T"),
+        arg("rt_priority", "0", "SCHED_FIFO priority 1-99 for robot bridge and policy actor (chrt); 0: normal"),
         *environment(),
         OpaqueFunction(function=_nodes),
     ])

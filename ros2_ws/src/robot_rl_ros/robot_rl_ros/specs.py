@@ -37,9 +37,10 @@ class NodeSpec:
         return [share / p for p in self.params]
 
     def argv(self, share: Path, namespace: str = "", name: str | None = None,
-             overrides: Mapping[str, Any] | None = None, exe_dir: Path | None = None) -> list[str]:
-        """``<exe> --ros-args --params-file f -r __ns:=/x -r __node:=n -p k:=v -r a:=b``."""
-        args = [str(executable_path(self.executable, exe_dir)), "--ros-args"]
+             overrides: Mapping[str, Any] | None = None, exe_dir: Path | None = None,
+             rt_priority: int = 0) -> list[str]:
+        """``[chrt -f P] <exe> --ros-args --params-file f -r __ns:=/x -r __node:=n -p k:=v -r a:=b``."""
+        args = [*rt_prefix(rt_priority), str(executable_path(self.executable, exe_dir)), "--ros-args"]
         for f in self.param_files(share):
             args += ["--params-file", str(f)]
         if namespace:
@@ -52,13 +53,32 @@ class NodeSpec:
         return args
 
     def launch_kwargs(self, share: Path, namespace: str = "", name: str | None = None,
-                      overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                      overrides: Mapping[str, Any] | None = None, rt_priority: int = 0) -> dict[str, Any]:
         params: list[Any] = [str(f) for f in self.param_files(share)]
         if overrides:
             params.append(dict(overrides))
-        return {"package": self.package, "executable": self.executable, "name": name or self.name,
-                "namespace": namespace, "parameters": params, "remappings": list(self.remaps),
-                "output": "screen", "emulate_tty": True}
+        kwargs = {"package": self.package, "executable": self.executable, "name": name or self.name,
+                  "namespace": namespace, "parameters": params, "remappings": list(self.remaps),
+                  "output": "screen", "emulate_tty": True}
+        if rt_priority:
+            kwargs["prefix"] = " ".join(rt_prefix(rt_priority))
+        return kwargs
+
+
+def rt_priority(value: int | str, source: str = "rt_priority") -> int:
+    """A SCHED_FIFO priority 1-99 for a control process (as real-time drivers run), or 0: normal scheduling.
+    Running with one needs the privilege (root, or an ``rtprio`` limit in limits.conf)."""
+    try:
+        p = int(value)
+    except (TypeError, ValueError):
+        p = -1
+    if not 0 <= p <= 99:
+        raise ValueError(f"{source}={value!r}: expected an integer 0-99 (0: normal scheduling)")
+    return p
+
+
+def rt_prefix(priority: int) -> list[str]:
+    return ["chrt", "-f", str(priority)] if rt_priority(priority) else []
 
 
 def _param_text(value: Any) -> str:
