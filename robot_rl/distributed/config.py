@@ -186,13 +186,17 @@ class ActorConfig:
     buffer). ``scripted``: the task's expert corrects the policy (simulation)."""
     intervention_mode: Literal["hil", "rlif"] = "hil"
     """Must match the learner's ``train.intervention_mode``: ``rlif`` sends no task reward."""
+    env_interventions: bool = False
+    """The env flags interventions itself (``info["intervention"]``): the ROS 2 env does, from the robot
+    bridge's teleop mux, so ``teleop`` stays ``none`` there and RLIF still has its reward signal."""
     corrector: CorrectorConfig = field(default_factory=CorrectorConfig)
     """The scripted corrector (``--teleop scripted``)."""
 
     def __post_init__(self) -> None:
         check_env_factory("ActorConfig", self.env_factory, self.env_kwargs)
-        if self.intervention_mode == "rlif" and self.teleop == "none":
-            raise ValueError("ActorConfig.intervention_mode='rlif' needs a teleop device (its only reward)")
+        if self.intervention_mode == "rlif" and self.teleop == "none" and not self.env_interventions:
+            raise ValueError("ActorConfig.intervention_mode='rlif' needs a teleop device (its only reward), "
+                             "or an env that flags interventions itself (env_interventions)")
         if not self.actor_id or any(c.isspace() for c in self.actor_id):
             raise ValueError(
                 f"ActorConfig.actor_id must be a non-empty name without spaces, got {self.actor_id!r}"

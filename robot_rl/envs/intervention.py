@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import gymnasium as gym
 import numpy as np
@@ -31,10 +31,13 @@ import numpy as np
 from robot_rl.envs.contract import check_action
 from robot_rl.teleop.base import TeleopCommand, Teleoperator
 
+InterventionMode = Literal["hil", "rlif"]
+INTERVENTION_MODES: tuple[str, ...] = get_args(InterventionMode)
+
 
 @dataclass(frozen=True)
 class InterventionConfig:
-    mode: Literal["hil", "rlif"] = "hil"
+    mode: InterventionMode = "hil"
     """``hil``: keep the task reward (HIL-SERL). ``rlif``: reward only from takeovers (RLIF)."""
     buttons_end_episode: bool = True
     """Operator success / failure / reset buttons end the episode."""
@@ -45,8 +48,8 @@ class InterventionConfig:
     real robot's env paces itself)."""
 
     def __post_init__(self) -> None:
-        if self.mode not in ("hil", "rlif"):
-            raise ValueError(f"InterventionConfig.mode must be 'hil' or 'rlif', got {self.mode!r}")
+        if self.mode not in INTERVENTION_MODES:
+            raise ValueError(f"InterventionConfig.mode must be one of {INTERVENTION_MODES}, got {self.mode!r}")
         if not self.pause_poll_s > 0:
             raise ValueError(f"InterventionConfig.pause_poll_s must be > 0 s, got {self.pause_poll_s}")
         if not self.pace_hz >= 0:

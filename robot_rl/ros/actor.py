@@ -24,6 +24,8 @@ from typing import Any, Literal, Protocol
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.envs.intervention import INTERVENTION_MODES, InterventionMode
+
 
 @dataclass(frozen=True)
 class ActorConfig:
@@ -43,10 +45,17 @@ class ActorConfig:
     """Write loop timing and episode results as JSON here when the actor stops."""
     torch_threads: int = 1
     seed: int = 0
+    intervention_mode: InterventionMode = "hil"
+    """learner=remote: ``hil`` (interventions also fill the learner's demo buffer) or ``rlif`` (the only
+    reward is -1 on the policy step before each takeover); must match the learner's
+    ``--train.intervention-mode``, or the handshake refuses."""
 
     def __post_init__(self) -> None:
         if self.policy == "checkpoint" and not self.checkpoint and self.learner == "none":
             raise ValueError("ActorConfig.checkpoint must name a run folder or a checkpoint file")
+        if self.intervention_mode not in INTERVENTION_MODES:
+            raise ValueError(f"ActorConfig.intervention_mode must be one of {INTERVENTION_MODES}, "
+                             f"got {self.intervention_mode!r}")
         if self.episodes < 0:
             raise ValueError(f"ActorConfig.episodes must be >= 0, got {self.episodes}")
 
@@ -181,18 +190,25 @@ def write_stats(path: str, stats: ActorStats, env: gym.Env) -> None:
         Path(path).write_text(json.dumps(stats.summary(env)))
 
 
-def run_remote(env: gym.Env, cfg: ActorConfig, env_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The distributed actor loop over ``env`` (needs ``robot_rl[dist]``). The learner must describe the same
-    spaces: start it with ``env_factory=robot_rl.ros.spec_env:make_contract_env`` and the same ``env_kwargs``
-    (hardware_config, cameras, privileged_task)."""
-    from robot_rl.distributed.actor import Actor
+def link_config(cfg: ActorConfig, env_kwargs: dict[str, Any]):
+    """The distributed actor's config for this ROS actor: the learner must describe the same spaces, so start
+    it with ``env_factory=robot_rl.ros.spec_env:make_contract_env`` and the same ``env_kwargs``
+    (hardware_config, cameras, privileged_task) and intervention mode."""
     from robot_rl.distributed.config import ActorConfig as LinkActorConfig
     from robot_rl.distributed.config import LinkConfig
 
     host, _, port = cfg.learner_address.rpartition(":")
-    link = LinkActorConfig(
+    return LinkActorConfig(
         link=LinkConfig(host=host or "127.0.0.1", port=int(port)), actor_id=cfg.actor_id, seed=cfg.seed,
         env_factory="robot_rl.ros.spec_env:make_contract_env",
         env_kwargs=json.dumps(env_kwargs, sort_keys=True),
-        deterministic=cfg.deterministic, control_hz=0.0)
-    return Actor(link, env=env).run()
+        deterministic=cfg.deterministic, control_hz=0.0,
+        intervention_mode=cfg.intervention_mode,
+        env_interventions=True)  # the bridge's mux flags them in every step's echo
+
+
+def run_remote(env: gym.Env, cfg: ActorConfig, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The distributed actor loop over ``env`` (needs ``robot_rl[dist]``), configured by ``link_config``."""
+    from robot_rl.distributed.actor import Actor
+
+    return Actor(link_config(cfg, env_kwargs), env=env).run()

@@ -222,6 +222,16 @@ def test_real_arm_launch_with_learner(fake_launch) -> None:
     assert bridge == {"hardware_config": "ur5e"}
 
 
+def test_real_arm_launch_rlif_reaches_actor_and_learner(fake_launch) -> None:
+    produced, _ = _run(PKG / "launch/real_arm.launch.py", learner="true", intervention_mode="rlif")
+    actor = next(p for p in produced if p.kwargs.get("name") == "policy_actor").kwargs["parameters"][-1]
+    assert actor["actor.intervention_mode"] == "rlif"
+    cmd = next(p for p in produced if type(p).__name__ == "ExecuteProcess").kwargs["cmd"]
+    assert parse(cmd[1:]).train.intervention_mode == "rlif"
+    produced, _ = _run(PKG / "launch/learner.launch.py", intervention_mode="rlif")
+    assert parse(produced[0].kwargs["cmd"][1:]).train.intervention_mode == "rlif"
+
+
 def test_real_arm_launch_with_reward_classifier(fake_launch) -> None:
     produced, _ = _run(PKG / "launch/real_arm.launch.py", reward_classifier="/data/pick.pt", teleop="false")
     nodes = {p.kwargs["name"]: p.kwargs for p in produced if type(p).__name__ == "Node"}

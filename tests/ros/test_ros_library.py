@@ -132,3 +132,27 @@ def test_contract_env_describes_a_ros_arm_without_ros() -> None:
     assert (env.contract.control_hz, env.contract.max_step_m) == (10.0, 0.02)
     with pytest.raises(RuntimeError, match="cannot be stepped"):
         env.reset()
+
+
+def test_remote_ros_actor_link_speaks_the_learners_intervention_mode() -> None:
+    """RLIF on a real arm: the actor's link carries the mode into the handshake spec, and its interventions
+    come from the env (the bridge's mux), not from a device of its own."""
+    pytest.importorskip("grpc")
+    from robot_rl.distributed.config import ActorConfig as LinkActorConfig
+    from robot_rl.distributed.spec import env_spec
+    from robot_rl.ros.actor import ActorConfig, link_config
+    from robot_rl.ros.spec_env import make_contract_env
+
+    kwargs = {"hardware_config": "franka_fr3", "cameras": [], "privileged_task": ""}
+    cfg = ActorConfig(learner="remote", learner_address="gpu-box:6000", intervention_mode="rlif")
+    link = link_config(cfg, kwargs)
+    assert (link.link.host, link.link.port) == ("gpu-box", 6000)
+    assert link.intervention_mode == "rlif" and link.env_interventions and link.teleop == "none"
+    env = make_contract_env(**kwargs)
+    factory = link.env_factory
+    assert env_spec(env, factory, False, "rlif") == env_spec(env, factory, False, link.intervention_mode)
+    assert env_spec(env, factory, False, "hil") != env_spec(env, factory, False, "rlif")  # refused at handshake
+    with pytest.raises(ValueError, match="intervention_mode must be one of"):
+        ActorConfig(learner="remote", intervention_mode="dagger")
+    with pytest.raises(ValueError, match="env_interventions"):
+        LinkActorConfig(intervention_mode="rlif")

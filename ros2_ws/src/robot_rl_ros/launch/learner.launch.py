@@ -15,7 +15,8 @@ from robot_rl_ros.specs import learner_argv
 
 def _processes(context):
     cmd = learner_argv(value(context, "address"), value(context, "hardware"), names(context, "cameras"),
-                       extra=value(context, "learner_args").split())
+                       extra=value(context, "learner_args").split(),
+                       intervention_mode=value(context, "intervention_mode"))
     return [ExecuteProcess(cmd=cmd, output="screen")]
 
 
@@ -24,6 +25,7 @@ def generate_launch_description() -> LaunchDescription:
         arg("address", "0.0.0.0:50051", "host:port the learner listens on"),
         arg("hardware", "franka_fr3", "the actor's arm config (the learner builds the same spaces)"),
         arg("cameras", "realsense_d435_front", "the actor's comma-separated camera configs"),
+        arg("intervention_mode", "hil", "hil | rlif: must match the actor's (real_arm.launch.py)"),
         arg("learner_args", "", "further arguments for robot-rl learner"),
         OpaqueFunction(function=_processes),
     ])

@@ -36,12 +36,14 @@ def _nodes(context):
         actor = {"env.hardware_config": hw, "env.reward": flag(context, "reward") or bool(classifier),
                  "actor.policy": value(context, "policy"), "actor.checkpoint": value(context, "checkpoint"),
                  "actor.learner": value(context, "link"),
-                 "actor.learner_address": value(context, "learner_address")}
+                 "actor.learner_address": value(context, "learner_address"),
+                 "actor.intervention_mode": value(context, "intervention_mode")}
         if cameras:
             actor["env.cameras"] = cameras
         out.append(Node(**SPECS["policy_actor"].launch_kwargs(share, ns, overrides=actor, rt_priority=rt)))
     if flag(context, "learner"):
-        cmd = learner_argv(value(context, "learner_address"), hw, cameras, extra=value(context, "learner_args").split())
+        cmd = learner_argv(value(context, "learner_address"), hw, cameras, extra=value(context, "learner_args").split(),
+                           intervention_mode=value(context, "intervention_mode"))
         out.append(ExecuteProcess(cmd=cmd, output="screen"))
     return out
 
@@ -62,6 +64,8 @@ def generate_launch_description() -> LaunchDescription:
         arg("learner", "false", "also start the learner on this machine"),
         arg("learner_address", "localhost:50051", "host:port of the learner (remote or local)"),
         arg("learner_args", "", "further arguments for robot-rl learner (learner:=true), e.g. --train.task T"),
+        arg("intervention_mode", "hil", "hil: interventions also fill the demo buffer; rlif: they are the only "
+            "reward (-1 before each takeover); actor and learner must agree"),
         arg("rt_priority", "0", "SCHED_FIFO priority 1-99 for robot bridge and policy actor (chrt); 0: normal"),
         *environment(),
         OpaqueFunction(function=_nodes),
