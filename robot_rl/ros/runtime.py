@@ -3,9 +3,10 @@
 Executors: our callbacks are all short (the robot bridge's reset is a coroutine that awaits instead of
 blocking), so one executor thread per node is enough. rclpy's Python executors rebuild their wait set on
 every wake-up, which costs more than our callbacks: with the robot bridge fed 500 driver messages/s, half
-its CPU went there. So nodes run rclpy's ``EventsExecutor`` (C++, Kilted and later) where it exists and
-fall back to the ``SingleThreadedExecutor``; ``ROBOT_RL_EXECUTOR=single`` forces the fallback. The
-100 Hz observation -> command p99 fell from 7.7-9.2 ms to 4.2-5.2 ms (docs/benchmarks.md). Both are
+its CPU went there. So nodes run rclpy's C++ ``EventsExecutor`` (``rclpy.experimental``: recent Jazzy and
+Kilted; tested with Kilted) where it exists and fall back to the ``SingleThreadedExecutor``;
+``ROBOT_RL_EXECUTOR=single`` forces the fallback. The 100 Hz observation -> command p99 fell from
+7.2-9.2 ms to 4.6-5.2 ms (docs/benchmarks.md). Both are
 driven by a ``spin_once`` loop: ``EventsExecutor.spin()`` does not return on shutdown (it had to be
 SIGKILLed). The MultiThreadedExecutor is avoided: on the 2-core CI machine it cost 71% of a core and
 delivered 57% of the bridge's states (p99 53 ms). Callback groups stay explicit so a node can move to a
@@ -67,7 +68,7 @@ def make_executor(node: Node) -> Executor:
     if choice == "events":
         try:
             from rclpy.experimental import EventsExecutor
-        except ImportError:  # rclpy before Kilted
+        except ImportError:  # an rclpy without it (Humble)
             pass
         else:
             executor = EventsExecutor(context=node.context)
