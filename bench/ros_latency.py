@@ -291,7 +291,7 @@ def cmd_cameras(args: argparse.Namespace) -> None:
             time.sleep(max(0.0, next_t - time.monotonic()))
         time.sleep(1.0)
     finally:
-        _stop(procs[::-1])  # the actor first: a bridge stopped under it would end its last step stale
+        _stop(procs)
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         import rclpy

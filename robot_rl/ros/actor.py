@@ -19,12 +19,15 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import gymnasium as gym
 import numpy as np
 
 from robot_rl.envs.intervention import INTERVENTION_MODES, InterventionMode
+
+if TYPE_CHECKING:
+    from robot_rl.distributed.config import ActorConfig as LinkActorConfig
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,7 @@ def write_stats(path: str, stats: ActorStats, env: gym.Env) -> None:
         Path(path).write_text(json.dumps(stats.summary(env)))
 
 
-def link_config(cfg: ActorConfig, env_kwargs: dict[str, Any]):
+def link_config(cfg: ActorConfig, env_kwargs: dict[str, Any]) -> LinkActorConfig:
     """The distributed actor's config for this ROS actor: the learner must describe the same spaces, so start
     it with ``env_factory=robot_rl.ros.spec_env:make_contract_env`` and the same ``env_kwargs``
     (hardware_config, cameras, privileged_task) and intervention mode."""

@@ -12,14 +12,14 @@ from launch_ros.actions import Node
 
 from robot_rl.ros.hardware import load_camera_config
 from robot_rl_ros.launch_support import arg, environment, flag, names, value
-from robot_rl_ros.specs import SPECS, learner_argv, rt_priority, share_dir
+from robot_rl_ros.specs import SPECS, check_rt_priority, learner_argv, share_dir
 
 
 def _nodes(context):
     ns, hw = value(context, "namespace"), value(context, "hardware")
     cameras = names(context, "cameras")
     share = share_dir()
-    rt = rt_priority(value(context, "rt_priority"), "real_arm.launch.py rt_priority")
+    rt = check_rt_priority(value(context, "rt_priority"), "real_arm.launch.py rt_priority")
     out = [Node(**SPECS["robot_bridge"].launch_kwargs(share, ns, overrides={"hardware_config": hw},
                                                       rt_priority=rt))]
     for cam in cameras:

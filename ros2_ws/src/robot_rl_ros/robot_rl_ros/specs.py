@@ -65,7 +65,7 @@ class NodeSpec:
         return kwargs
 
 
-def rt_priority(value: int | str, source: str = "rt_priority") -> int:
+def check_rt_priority(value: int | str, source: str = "rt_priority") -> int:
     """A SCHED_FIFO priority 1-99 for a control process (as real-time drivers run), or 0: normal scheduling.
     Running with one needs the privilege (root, or an ``rtprio`` limit in limits.conf)."""
     try:
@@ -78,7 +78,7 @@ def rt_priority(value: int | str, source: str = "rt_priority") -> int:
 
 
 def rt_prefix(priority: int) -> list[str]:
-    return ["chrt", "-f", str(priority)] if rt_priority(priority) else []
+    return ["chrt", "-f", str(priority)] if check_rt_priority(priority) else []
 
 
 def _param_text(value: Any) -> str:
