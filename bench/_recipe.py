@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import time
 
 import numpy as np
 
@@ -67,6 +69,12 @@ def median_steps(reached: list[int | None]) -> float:
 
 def shown_steps(reached: list[int | None], budget: int) -> str:
     return ", ".join(str(s) if s is not None else f">{budget}" for s in reached)
+
+
+def run_stamp() -> str:
+    """Start time and process id: names the run folders and results of one benchmark invocation, so runs
+    started in the same second (with other flags) never share a folder."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
 def results_name(stamp: str, args: argparse.Namespace, *parts: str) -> str:

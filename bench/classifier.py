@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _recipe import add_recipe_args, recipe_config
+from _recipe import add_recipe_args, recipe_config, run_stamp
 
 from robot_rl.rewards.classifier import save_classifier
 from robot_rl.rewards.config import ClassifierConfig
@@ -44,7 +44,7 @@ def main() -> None:
 
     from robot_rl.sim import make_env
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = run_stamp()
     root = args.out / f"{stamp}-{args.task}"
     t0 = time.time()
     env = make_env(args.task, obs_mode="pixels", image_size=args.image_size, terminate_on_success=False)

@@ -22,6 +22,7 @@ from _recipe import (
     rate_first_last,
     recipe_config,
     results_name,
+    run_stamp,
     steps_columns,
     steps_to,
 )
@@ -56,7 +57,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/bench_interventions"))
     args = parser.parse_args()
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = run_stamp()
     results: dict[str, list[dict]] = {}
     for method in args.methods:
         for seed in args.seeds:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _recipe import add_recipe_args, recipe_config, results_name, steps_columns, steps_to
+from _recipe import add_recipe_args, recipe_config, results_name, run_stamp, steps_columns, steps_to
 from gymnasium.wrappers import FlattenObservation
 
 from robot_rl.training.config import TrainConfig
@@ -93,7 +93,7 @@ def main() -> None:
     args = parser.parse_args()
 
     results: dict[str, list[dict]] = {}
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = run_stamp()
     for method in args.methods:
         for seed in args.seeds:
             cfg = recipe_config(

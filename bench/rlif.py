@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _recipe import add_recipe_args, rate_first_last, recipe_config, results_name
+from _recipe import add_recipe_args, rate_first_last, recipe_config, results_name, run_stamp
 
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.evaluate import EVAL_SEED_BASE, wilson_interval
@@ -65,7 +65,7 @@ def main() -> None:
     print(f"degraded expert (noise {args.expert_noise}): success {bar:.0%} (95% CI {lo:.0%}-{hi:.0%}) over "
           f"{args.expert_episodes} eval episodes [{time.time() - start:.0f} s]", flush=True)
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = run_stamp()
     rows = []
     for seed in args.seeds:
         corrector = CorrectorConfig(drift_metric=args.metric, patience_steps=args.patience, threshold=args.drift,

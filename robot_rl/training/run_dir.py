@@ -16,6 +16,7 @@ import csv
 import json
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,13 +38,21 @@ class RunDir:
         return Path("runs") / f"{task.replace('/', '_')}-{obs}-{time.strftime('%Y%m%d-%H%M%S')}"
 
     def create(self, config: Any) -> None:
-        if (self.path / "config.json").exists():
-            raise FileExistsError(
-                f"run folder {self.path} already holds a run; use --resume {self.path} to continue it"
-            )
+        """Claim the folder for a new run: config.json appears complete, and only for the first of several
+        runs started on the same path (two benchmark runs in the same second), never mixed from both."""
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         self.videos.mkdir(exist_ok=True)
-        atomic_write_text(self.path / "config.json", json.dumps(to_jsonable(config), indent=2))
+        config_file = self.path / "config.json"
+        tmp = _tmp_path(config_file)
+        tmp.write_text(json.dumps(to_jsonable(config), indent=2))
+        try:
+            os.link(tmp, config_file)  # atomic, and fails if the file exists: the claim
+        except FileExistsError:
+            raise FileExistsError(
+                f"run folder {self.path} already holds a run; use --resume {self.path} to continue it"
+            ) from None
+        finally:
+            tmp.unlink()
         self._write_git_state()
 
     def read_config(self) -> dict[str, Any]:
@@ -150,7 +159,12 @@ class RunDir:
             self._tb = None
 
 
+def _tmp_path(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other process or thread writing ``path`` uses."""
+    return path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = _tmp_path(path)
     tmp.write_text(text)
     os.replace(tmp, path)

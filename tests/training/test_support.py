@@ -1,6 +1,8 @@
-"""Config round trips, confidence intervals, observation wrappers."""
+"""Config round trips, run folders, confidence intervals, observation wrappers."""
 
 from __future__ import annotations
+
+import threading
 
 import gymnasium as gym
 import numpy as np
@@ -9,6 +11,7 @@ import pytest
 from robot_rl.envs.wrappers import DictObservation
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.evaluate import wilson_interval
+from robot_rl.training.run_dir import RunDir
 from robot_rl.utils.config_io import from_jsonable, to_jsonable
 
 
@@ -24,6 +27,37 @@ def test_unknown_config_key_is_named() -> None:
     data["agent"]["num_critic"] = 3
     with pytest.raises(ValueError, match=r"config\.agent.*num_critic"):
         from_jsonable(TrainConfig, data)
+
+
+def test_run_folder_is_claimed_by_one_run_only(tmp_path) -> None:
+    """Two runs started on the same folder (two benchmark runs in the same second): the second is refused and
+    the first run's config.json stays whole and its own; no temporary file is left behind."""
+    first, second = TrainConfig(task="reach", seed=1), TrainConfig(task="reach", seed=2)
+    RunDir(tmp_path / "run").create(first)
+    with pytest.raises(FileExistsError, match="already holds a run; use --resume"):
+        RunDir(tmp_path / "run").create(second)
+    assert RunDir(tmp_path / "run").read_config()["seed"] == 1
+    assert not list((tmp_path / "run").glob("*.tmp"))
+
+    # At the same moment: exactly one of several claims wins, and the config on disk is the winner's.
+    barrier, outcome = threading.Barrier(8), {}
+
+    def claim(seed: int) -> None:
+        barrier.wait()
+        try:
+            RunDir(tmp_path / "race").create(TrainConfig(task="reach", seed=seed))
+            outcome[seed] = "won"
+        except FileExistsError:
+            outcome[seed] = "refused"
+
+    threads = [threading.Thread(target=claim, args=(seed,)) for seed in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [seed for seed, result in outcome.items() if result == "won"]
+    assert len(outcome) == 8 and len(winners) == 1, outcome
+    assert RunDir(tmp_path / "race").read_config()["seed"] == winners[0]
 
 
 def test_wilson_interval() -> None:
