@@ -332,7 +332,7 @@ class ActorClient:
             self._encode_inbox()
             batch = self._batch()
             idle = time.monotonic() - self._last_push
-            if not batch and not (self._unacked and idle >= self._ack_poll) and idle < 1.0:
+            if not batch and not ((self._unacked or self.hold) and idle >= self._ack_poll) and idle < 1.0:
                 self._closed.wait(0.002)  # poll: a new record waits ~2 ms at most (no wake-up lock)
                 continue
             request = pb.PushRequest(

@@ -200,6 +200,11 @@ class Ingestor:
                         state.durable = max(state.durable, received)
             return sum(len(r) for _, _, r in batches)
 
+    def open_steps(self) -> int:
+        """Steps received in episodes that have not ended yet (not in replay), over all actors."""
+        with self._lock:
+            return sum(self.assembler.open_steps(a) for a in self.actors)
+
     def snapshot(self) -> list[ActorState]:
         with self._lock:
             return [ActorState(**vars(s)) for s in self.actors.values()]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from robot_rl.distributed.config import LearnerConfig, LinkConfig
 from robot_rl.distributed.learner import Learner
-from robot_rl.teleop.hil import check_rlif_has_device
+from robot_rl.teleop.hil import check_rlif_has_device, few_critics_warning
 from robot_rl.training.config import TrainConfig
 
 log = logging.getLogger("robot_rl.distributed")
@@ -55,9 +55,13 @@ def actor_command(cfg: TrainConfig, index: int, port: int, n: int) -> list[str]:
 
 def train_distributed(cfg: TrainConfig, learner_overrides: dict | None = None) -> int:
     check_rlif_has_device(cfg)
+    if advice := few_critics_warning(cfg):
+        print(advice, file=sys.stderr)
     n = cfg.actors
     token = secrets.token_urlsafe(32)
-    overrides = {"max_actor_lead": 100 * n, **(learner_overrides or {})}  # sim actors keep the learner's pace
+    # Sim actors keep the learner's pace, a few steps ahead at most, on weights at most 0.25 s old: what one
+    # process does exactly (act on the newest policy, one update per step), as near as a link allows.
+    overrides = {"max_actor_lead": 10 * n, "weights_period_s": 0.25, **(learner_overrides or {})}
     config = LearnerConfig(train=cfg, link=LinkConfig(port=0), **overrides)
     learner = Learner(config, token=token)
     port = learner.start()

@@ -59,6 +59,16 @@ def _with_extras(episode: Episode) -> Episode:
     return dataclasses.replace(episode, infos=infos)
 
 
+def actors_ahead(taken: int, update_calls: int, learning_starts: int, ratio: float, lead: int,
+                 replay_ready: bool) -> bool:
+    """Whether paced sim actors must wait: more than ``lead`` of the ``taken`` env steps are not matched by
+    ``update()`` calls at ``ratio`` per step. Never before learning starts, nor while the replay holds no
+    finished episode (updates need one, and the actors must finish it). ``lead`` or ``ratio`` 0: never."""
+    if lead <= 0 or ratio <= 0 or taken < learning_starts or not replay_ready:
+        return False
+    return taken - learning_starts + 1 - update_calls / ratio > lead
+
+
 class Learner:
     """``start()`` serves, ``run()`` trains until the budget or ``stop()``, ``close()`` flushes and
     checkpoints."""
@@ -229,11 +239,16 @@ class Learner:
         self.server.publish(self.weights_version, self.updates, dump_weights(self.agent))
         self._published_updates = self.updates
 
-    def _may_update(self) -> bool:
+    def _steps_taken(self) -> int:
+        """Env steps the actors took, as far as received: finished episodes plus the open ones' steps. Updates
+        are matched against these, as ``robot-rl train`` updates after every step of an open episode too."""
+        return self.env_steps + self.ingestor.open_steps()
+
+    def _may_update(self, taken: int) -> bool:
         t, ratio = self.train, self.config.max_update_ratio
-        if self.env_steps < t.learning_starts or len(self.replay) == 0:
+        if taken < t.learning_starts or len(self.replay) == 0:
             return False
-        return ratio == 0 or self.update_calls < ratio * (self.env_steps - t.learning_starts + 1)
+        return ratio == 0 or self.update_calls < ratio * (taken - t.learning_starts + 1)
 
     def run(self) -> EvalResult | None:
         """Train until ``train.total_env_steps`` transitions arrived (then stop the actors) or ``stop()``."""
@@ -250,13 +265,15 @@ class Learner:
                 budget_done, budget_time = True, time.monotonic()  # actors stop; owed updates still run
                 self.server.stop_requested = True
                 log.info("budget of %d transitions reached: asking actors to stop", t.total_env_steps)
-            owed = cfg.max_update_ratio > 0 and self._may_update()
-            if budget_done and not owed and self._actors_gone(budget_time):
+            taken = self._steps_taken()
+            may_update = self._may_update(taken)
+            if budget_done and not (cfg.max_update_ratio > 0 and may_update) and self._actors_gone(budget_time):
                 break
-            if cfg.max_actor_lead > 0 and cfg.max_update_ratio > 0 and self.env_steps >= t.learning_starts:
-                unmatched = self.env_steps - t.learning_starts + 1 - self.update_calls / cfg.max_update_ratio
-                self.server.hold = unmatched > cfg.max_actor_lead
-            if self._may_update():
+            self.server.hold = actors_ahead(
+                taken, self.update_calls, t.learning_starts, cfg.max_update_ratio, cfg.max_actor_lead,
+                len(self.replay) > 0,
+            )
+            if may_update:
                 metrics = self.agent.update(self._sample)
                 self.update_calls += 1
                 self.updates += t.agent.utd_ratio

@@ -40,6 +40,22 @@ def check_rlif_has_device(cfg: Any) -> None:
         raise ValueError("TrainConfig.intervention_mode='rlif' needs a teleop device (its only reward)")
 
 
+STABLE_CRITICS_WITH_INTERVENTIONS = 10
+"""Benchmarked (docs/benchmarks.md): with takeovers in the data, the 2-critic CPU preset's critic diverged on
+one seed of three and the policy collapsed; the RLPD ensemble of 10 stayed bounded on the seeds run."""
+
+
+def few_critics_warning(cfg: Any) -> str | None:
+    """Advice when interventions will train an ensemble smaller than the one benchmarked stable with them."""
+    n = cfg.agent.num_critics
+    if cfg.teleop == "none" or n >= STABLE_CRITICS_WITH_INTERVENTIONS:
+        return None
+    return (
+        f"warning: --teleop {cfg.teleop} with --agent.num-critics {n}: with interventions a small critic "
+        f"ensemble diverged in our benchmarks; --agent.num-critics {STABLE_CRITICS_WITH_INTERVENTIONS} is advised"
+    )
+
+
 def with_teleop(env: gym.Env, device: Teleoperator, mode: str) -> InterventionWrapper:
     """``env`` with ``device`` able to take over (connected here if it is not yet)."""
     if not device.is_connected:

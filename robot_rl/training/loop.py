@@ -21,6 +21,7 @@ from robot_rl.data.sampler import MixedSampler
 from robot_rl.teleop.hil import (
     check_rlif_has_device,
     episode_metrics,
+    few_critics_warning,
     make_router,
     prepare_demo,
     teleop_device,
@@ -82,6 +83,8 @@ class Trainer:
         else:
             self.run_dir.create(cfg)
             self._load_demos()
+        if advice := few_critics_warning(cfg):
+            self._log_line(advice)
 
     # --- data ------------------------------------------------------------------------------------------
     def _load_demos(self) -> None:

@@ -24,6 +24,7 @@ from robot_rl.distributed.codec import (
 )
 from robot_rl.distributed.config import LinkConfig
 from robot_rl.distributed.ingest import Ingestor
+from robot_rl.distributed.learner import actors_ahead
 from robot_rl.distributed.prior import episodes_from_replay_npz, load_prior_episodes
 from robot_rl.distributed.protocol import pb
 from robot_rl.distributed.replay_log import CorruptChunkError, ReplayLog
@@ -147,13 +148,14 @@ def test_ingestor_dedups_and_acks_only_after_flush(tmp_path: Path) -> None:
     assert ing.hello("a", "s1", 1) == 0
     first = ing.push("a", "s1", recs[:7], {})
     assert (first.acked, first.expected, first.accepted) == (0, 8, 7)  # nothing durable yet
+    assert ing.open_steps() == 2  # the second episode's first two steps, not yet in any replay
     assert ing.flush() == 7 and ing.push("a", "s1", [], {}).acked == 7
     again = ing.push("a", "s1", recs[5:], {})  # resend overlapping what was taken
     assert (again.duplicates, again.accepted, again.expected) == (2, 3, 11)
     gap = ing.push("a", "s1", [episode_records(5, 1, first_seq=20)[0]], {})
     assert gap.accepted == 0 and gap.expected == 11
     ing.flush()
-    assert len(episodes) == 2 and [len(e.episode) for e in episodes] == [4, 4]
+    assert len(episodes) == 2 and [len(e.episode) for e in episodes] == [4, 4] and ing.open_steps() == 0
     with pytest.raises(KeyError, match="Hello"):
         ing.push("a", "other-session", recs, {})
     # a restart rebuilds the same state from the log alone
@@ -161,6 +163,17 @@ def test_ingestor_dedups_and_acks_only_after_flush(tmp_path: Path) -> None:
     ing2 = Ingestor(SPACE, ADIM, ReplayLog(tmp_path / "log"), lambda done, r: restored.append((done, r)))
     assert ing2.restore() == 10
     assert ing2.hello("a", "s1", 1) == 10 and len(restored) == 2 and all(r for _, r in restored)
+
+
+def test_paced_actors_wait_only_when_ahead_of_the_updates() -> None:
+    # 100 steps taken, learning from step 50: 51 steps owe an update each (ratio 1); lead 10
+    assert actors_ahead(100, 40, 50, 1.0, 10, True)  # 11 unmatched
+    assert not actors_ahead(100, 41, 50, 1.0, 10, True)  # 10 unmatched: within the lead
+    assert actors_ahead(100, 22, 50, 2.0, 10, True)  # ratio 2: 22 calls match 11 steps, 40 unmatched
+    assert not actors_ahead(100, 22, 50, 0.5, 10, True)  # ratio 0.5: 22 calls match 44 steps, 7 unmatched
+    assert not actors_ahead(100, 0, 50, 1.0, 10, False)  # no finished episode yet: the actors must finish one
+    assert not actors_ahead(40, 0, 50, 1.0, 10, True)  # before learning starts
+    assert not actors_ahead(100, 0, 50, 1.0, 0, True) and not actors_ahead(100, 0, 50, 0.0, 10, True)  # off
 
 
 def test_weights_payload_is_actor_only() -> None:

@@ -24,11 +24,12 @@ def episode_metric(run: Path, key: str) -> list[float]:
         return [float(r["value"]) for r in csv.DictReader(f) if r["kind"] == "episode" and r["key"] == key]
 
 
-def test_train_with_scripted_corrector(tmp_path: Path) -> None:
+def test_train_with_scripted_corrector(tmp_path: Path, capsys) -> None:
     run = tmp_path / "run"
     args = ["train", "--task", "pick_cube", "--total-env-steps", "170", "--eval-every", "170", "--scripted-demos",
             "1", "--teleop", "scripted", "--corrector.takeover-steps", "3", "--run-dir", str(run), *TINY]
     assert main(args) == 0
+    assert "--teleop scripted with --agent.num-critics 2" in capsys.readouterr().out  # advised to use 10
     rates = episode_metric(run, "intervention_rate")
     assert len(rates) >= 2 and all(0.0 < r <= 1.0 for r in rates)  # a random-init policy gets corrected
     assert episode_metric(run, "takeovers")[0] >= 1
