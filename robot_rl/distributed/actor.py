@@ -41,6 +41,8 @@ class PolicyHolder:
     def __init__(self, make_agent: Callable[[], SACAgent]) -> None:
         self.active = make_agent()
         self._spare = make_agent()
+        # One exploration stream across swaps: two equally seeded generators would replay each other's noise.
+        self._spare.act_generator = self.active.act_generator
         self.version = 0
         self._ready: tuple[int, float] | None = None
         self._lock = threading.Lock()

@@ -13,6 +13,7 @@ pytest.importorskip("grpc_tools")
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.replay import ReplayBuffer, describe_space
+from robot_rl.distributed.actor import PolicyHolder
 from robot_rl.distributed.assembler import EpisodeAssembler
 from robot_rl.distributed.client import ActorClient
 from robot_rl.distributed.codec import (
@@ -174,6 +175,17 @@ def test_paced_actors_wait_only_when_ahead_of_the_updates() -> None:
     assert not actors_ahead(100, 0, 50, 1.0, 10, False)  # no finished episode yet: the actors must finish one
     assert not actors_ahead(40, 0, 50, 1.0, 10, True)  # before learning starts
     assert not actors_ahead(100, 0, 50, 1.0, 0, True) and not actors_ahead(100, 0, 50, 0.0, 10, True)  # off
+
+
+def test_policy_swaps_continue_one_exploration_stream() -> None:
+    cfg = SACConfig(hidden_dims=(32, 32), num_critics=2, cnn_channels=(8, 8, 8, 8), image_latent_dim=32)
+    holder = PolicyHolder(lambda: SACAgent(cfg, SPACE, ENV.action_space, seed=3))
+    obs, _ = ENV.reset(seed=0)
+    before = holder.active.act(obs)
+    holder.load(pb.Weights(version=1, publish_time=0.0, state=dump_weights(holder.active)))  # same weights
+    assert holder.maybe_swap() and holder.version == 1
+    after = holder.active.act(obs)
+    assert not np.allclose(before, after)  # the spare's own copy of the seed would repeat `before` exactly
 
 
 def test_weights_payload_is_actor_only() -> None:
