@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("--obs", default="state", choices=["state", "pixels"])
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--methods", nargs="+", default=["ours", "ours_no_demos", "sb3"],
-                        choices=["ours", "ours_no_demos", "sb3", "ours_actors2"])
+                        choices=["ours", "ours_no_demos", "sb3", "ours_actors1", "ours_actors2"])
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--out", type=Path, default=Path("runs/bench_learning"))
     args = parser.parse_args()
@@ -99,7 +99,7 @@ def main() -> None:
             cfg = recipe_config(
                 args, seed, obs=args.obs, image_size=args.image_size,
                 scripted_demos=0 if method in ("ours_no_demos", "sb3") else args.demos,
-                actors=2 if method == "ours_actors2" else 0,
+                actors=int(method.removeprefix("ours_actors")) if method.startswith("ours_actors") else 0,
                 run_dir=args.out / f"{stamp}-{args.task}-{args.obs}-{method}-s{seed}",
             )
             start = time.time()
@@ -126,7 +126,7 @@ def main() -> None:
         medians[method], cells = steps_columns(rows, args.budget)
         print(f"| {method} | {' | '.join(cells)} | {sum(r['wall_s'] for r in rows)} s |")
     if "ours" in medians and np.isfinite(medians["ours"]):
-        for other in ("sb3", "ours_no_demos", "ours_actors2"):
+        for other in ("sb3", "ours_no_demos", "ours_actors1", "ours_actors2"):
             if other in medians:
                 ratio = medians[other] / medians["ours"]
                 bound = "" if np.isfinite(ratio) else f" (>= {args.budget / medians['ours']:.1f}x: not reached)"
