@@ -42,7 +42,7 @@ def check_rlif_has_device(cfg: Any) -> None:
 
 STABLE_CRITICS_WITH_INTERVENTIONS = 10
 """Benchmarked (docs/benchmarks.md): with takeovers in the data, the 2-critic CPU preset's critic diverged on
-one seed of three and the policy collapsed; the RLPD ensemble of 10 stayed bounded on the seeds run."""
+one seed of three and the policy collapsed; the RLPD ensemble of 10 stayed bounded on all three."""
 
 
 def few_critics_warning(cfg: Any) -> str | None:
