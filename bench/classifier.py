@@ -3,7 +3,8 @@
     python bench/classifier.py --task pick_cube --episodes 60 --steps 600 --budget 20000 --seeds 0 1 2
 
 1. Record ``--episodes`` episodes of success / failure frames unattended (a noisy scripted expert drives;
-   labels = the task's true success; the env does not end on success, so held-up frames accumulate).
+   labels = the task's true success; the env does not end on success, so held-up frames accumulate), plus
+   ``--random-episodes`` of near-random actions (the failures an untrained policy shows the classifier).
 2. Train the classifier (episode-level split: train / validation for the threshold / test for the report).
 3. With ``--budget > 0``: train a state policy twice per seed, once on the task's true sparse reward
    and once on the classifier's (cameras rendered for the classifier from the sim scene, the env's own
@@ -38,6 +39,11 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.6)
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--random-episodes", type=int, default=30,
+                        help="extra episodes of near-random actions (expert noise 3.0): the negatives a policy early "
+                             "in training produces; without them it found frames the classifier mistook for success")
+    parser.add_argument("--arms", nargs="+", default=["true_reward", "classifier_reward"],
+                        choices=["true_reward", "classifier_reward"])
     parser.add_argument("--out", type=Path, default=Path("runs/bench_classifier"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -52,9 +58,17 @@ def main() -> None:
                                                expert_noise_std=args.noise, seed=0))
     _, stats = record_success_fail(env, args.task, device, args.episodes, root / "frames", true_success_label)
     print(f"recorded {stats.frames} frames ({stats.positives} success) in {time.time() - t0:.0f} s", flush=True)
+    folders = [root / "frames"]
+    if args.random_episodes > 0:
+        flailing = ScriptedCorrector(CorrectorConfig(threshold=float("inf"), p_takeover_random=1.0, takeover_steps=1,
+                                                     expert_noise_std=3.0, seed=1))
+        _, extra = record_success_fail(env, args.task, flailing, args.random_episodes, root / "frames_random",
+                                       true_success_label, seed=1)
+        folders.append(root / "frames_random")
+        print(f"recorded {extra.frames} near-random frames ({extra.positives} success)", flush=True)
 
     t0 = time.time()
-    frames = load_frames([root / "frames"])
+    frames = load_frames(folders)
     model, report = train_classifier(frames, ClassifierConfig(steps=args.steps, torch_threads=args.threads))
     clf_path = root / "success.pt"
     save_classifier(clf_path, model, report.threshold, report.as_dict())
@@ -64,7 +78,8 @@ def main() -> None:
     if args.budget > 0:
         for seed in args.seeds:
             row = {"seed": seed}
-            for name, classifier in (("true_reward", None), ("classifier_reward", clf_path)):
+            for name in args.arms:
+                classifier = clf_path if name == "classifier_reward" else None
                 cfg = recipe_config(args, seed, reward_classifier=classifier, run_dir=root / f"{name}-s{seed}")
                 t0 = time.time()
                 result = Trainer(cfg).run()
@@ -72,10 +87,11 @@ def main() -> None:
                 row[f"{name}_wall_s"] = round(time.time() - t0)
             summary["policies"].append(row)
             print("policy", json.dumps(row), flush=True)
-        true = np.mean([r["true_reward"] for r in summary["policies"]])
-        learned = np.mean([r["classifier_reward"] for r in summary["policies"]])
-        ratio = learned / true if true > 0 else float("nan")
-        print(f"\nsuccess: true reward {true:.0%}, classifier reward {learned:.0%} ({ratio:.0%} of true)")
+        if len(args.arms) == 2:
+            true = np.mean([r["true_reward"] for r in summary["policies"]])
+            learned = np.mean([r["classifier_reward"] for r in summary["policies"]])
+            ratio = learned / true if true > 0 else float("nan")
+            print(f"\nsuccess: true reward {true:.0%}, classifier reward {learned:.0%} ({ratio:.0%} of true)")
     root.mkdir(parents=True, exist_ok=True)
     (root / "summary.json").write_text(json.dumps(summary, default=str, indent=1))
 
