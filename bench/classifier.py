@@ -32,6 +32,12 @@ from robot_rl.teleop.corrector import CorrectorConfig, ScriptedCorrector
 from robot_rl.training.loop import Trainer
 
 
+def noisy_expert(noise: float, seed: int) -> ScriptedCorrector:
+    """The scripted expert in control of every step, with Gaussian action noise (3.0: nearly random)."""
+    return ScriptedCorrector(CorrectorConfig(threshold=float("inf"), p_takeover_random=1.0, takeover_steps=1,
+                                             expert_noise_std=noise, seed=seed))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_recipe_args(parser, budget=0, seeds=(0,))
@@ -54,16 +60,13 @@ def main() -> None:
     root = args.out / f"{stamp}-{args.task}"
     t0 = time.time()
     env = make_env(args.task, obs_mode="pixels", image_size=args.image_size, terminate_on_success=False)
-    device = ScriptedCorrector(CorrectorConfig(threshold=float("inf"), p_takeover_random=1.0, takeover_steps=1,
-                                               expert_noise_std=args.noise, seed=0))
-    _, stats = record_success_fail(env, args.task, device, args.episodes, root / "frames", true_success_label)
+    _, stats = record_success_fail(env, args.task, noisy_expert(args.noise, seed=0), args.episodes, root / "frames",
+                                   true_success_label)
     print(f"recorded {stats.frames} frames ({stats.positives} success) in {time.time() - t0:.0f} s", flush=True)
     folders = [root / "frames"]
     if args.random_episodes > 0:
-        flailing = ScriptedCorrector(CorrectorConfig(threshold=float("inf"), p_takeover_random=1.0, takeover_steps=1,
-                                                     expert_noise_std=3.0, seed=1))
-        _, extra = record_success_fail(env, args.task, flailing, args.random_episodes, root / "frames_random",
-                                       true_success_label, seed=1)
+        _, extra = record_success_fail(env, args.task, noisy_expert(3.0, seed=1), args.random_episodes,
+                                       root / "frames_random", true_success_label, seed=1)
         folders.append(root / "frames_random")
         print(f"recorded {extra.frames} near-random frames ({extra.positives} success)", flush=True)
 
