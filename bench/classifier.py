@@ -5,7 +5,11 @@
 1. Record ``--episodes`` episodes of success / failure frames unattended (a noisy scripted expert drives;
    labels = the task's true success; the env does not end on success, so held-up frames accumulate), plus
    ``--random-episodes`` of near-random actions (the failures an untrained policy shows the classifier).
-2. Train the classifier (episode-level split: train / validation for the threshold / test for the report).
+2. Train the classifier (episode-level split: train / validation for the threshold / test for the report;
+   ``--max-fpr`` bounds the validation false-positive rate instead of maximising balanced accuracy).
+   ``--mining-rounds R``: R times, train a state policy ``--mining-steps`` on the classifier's reward, record
+   ``--mining-episodes`` of its rollouts labelled by true success (the frames it learned to fool the
+   classifier with), report how often the classifier fired on their failure frames, and retrain on all frames.
 3. With ``--budget > 0``: train a state policy twice per seed, once on the task's true sparse reward
    and once on the classifier's (cameras rendered for the classifier from the sim scene, the env's own
    success termination turned into a truncation), and compare deterministic success on held-out seeds
@@ -24,10 +28,10 @@ import numpy as np
 import torch
 from _recipe import add_recipe_args, recipe_config, run_stamp
 
-from robot_rl.rewards.classifier import save_classifier
+from robot_rl.rewards.classifier import load_classifier, save_classifier
 from robot_rl.rewards.config import ClassifierConfig
-from robot_rl.rewards.dataset import load_frames, record_success_fail, true_success_label
-from robot_rl.rewards.train import train_classifier
+from robot_rl.rewards.dataset import load_frames, policy_recording_env, record_success_fail, true_success_label
+from robot_rl.rewards.train import ClassifierReport, train_classifier
 from robot_rl.teleop.corrector import CorrectorConfig, ScriptedCorrector
 from robot_rl.training.loop import Trainer
 
@@ -36,6 +40,23 @@ def noisy_expert(noise: float, seed: int) -> ScriptedCorrector:
     """The scripted expert in control of every step, with Gaussian action noise (3.0: nearly random)."""
     return ScriptedCorrector(CorrectorConfig(threshold=float("inf"), p_takeover_random=1.0, takeover_steps=1,
                                              expert_noise_std=noise, seed=seed))
+
+
+def fit_classifier(folders: list[Path], config: ClassifierConfig, path: Path) -> tuple[Path, ClassifierReport]:
+    t0 = time.time()
+    model, report = train_classifier(load_frames(folders), config)
+    save_classifier(path, model, report.threshold, report.as_dict())
+    print(f"classifier {path.name}: {report.summary()} [{time.time() - t0:.0f} s]", flush=True)
+    return path, report
+
+
+def false_positives(classifier: Path, folder: Path) -> dict[str, int]:
+    """How often ``classifier`` calls a failure frame of ``folder`` success: frames, and episodes with any."""
+    loaded = load_classifier(classifier)
+    frames = load_frames([folder], loaded.model.keys)
+    fired = (loaded.model.predict_proba(frames.observations) >= loaded.threshold) & ~frames.labels
+    return {"frames": int(fired.sum()), "negatives": int((~frames.labels).sum()),
+            "episodes": len(np.unique(frames.episode[fired]))}
 
 
 def main() -> None:
@@ -50,6 +71,13 @@ def main() -> None:
                              "in training produces; without them it found frames the classifier mistook for success")
     parser.add_argument("--arms", nargs="+", default=["true_reward", "classifier_reward"],
                         choices=["true_reward", "classifier_reward"])
+    parser.add_argument("--max-fpr", type=float, default=None,
+                        help="threshold rule: at most this false-positive rate on validation frames (default: "
+                             "best balanced accuracy)")
+    parser.add_argument("--mining-rounds", type=int, default=0,
+                        help="rounds of: train a policy on the classifier, record its rollouts, retrain on them")
+    parser.add_argument("--mining-steps", type=int, default=3000)
+    parser.add_argument("--mining-episodes", type=int, default=30)
     parser.add_argument("--out", type=Path, default=Path("runs/bench_classifier"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -70,13 +98,29 @@ def main() -> None:
         folders.append(root / "frames_random")
         print(f"recorded {extra.frames} near-random frames ({extra.positives} success)", flush=True)
 
-    t0 = time.time()
-    frames = load_frames(folders)
-    model, report = train_classifier(frames, ClassifierConfig(steps=args.steps, torch_threads=args.threads))
-    clf_path = root / "success.pt"
-    save_classifier(clf_path, model, report.threshold, report.as_dict())
-    print(f"classifier: {report.summary()} [{time.time() - t0:.0f} s]", flush=True)
-    summary: dict = {"args": vars(args), "classifier": report.as_dict(), "policies": []}
+    config = ClassifierConfig(steps=args.steps, torch_threads=args.threads, max_false_positive_rate=args.max_fpr)
+    clf_path, report = fit_classifier(folders, config, root / "success.pt")
+    summary: dict = {"args": vars(args), "classifier": report.as_dict(), "policies": [], "mining": []}
+    cameras = tuple(c.name for c in env.unwrapped.contract.cameras)
+    for r in range(1, args.mining_rounds + 1):
+        # A policy trained on this classifier's reward finds its false positives; its rollouts, labelled by the
+        # task's true success, are the hard negatives of the next classifier (HIL-SERL retrains the same way).
+        run = root / f"mining{r}"
+        t0 = time.time()
+        Trainer(recipe_config(args, 100 + r, total_env_steps=args.mining_steps, eval_every=args.mining_steps,
+                              reward_classifier=clf_path, run_dir=run)).run()
+        rec_env, policy = policy_recording_env(run, args.task, args.image_size, cameras)
+        folder = root / f"frames_policy{r}"
+        labels_only = ScriptedCorrector(CorrectorConfig(threshold=float("inf"), p_takeover_random=0.0))
+        record_success_fail(rec_env, args.task, labels_only, args.mining_episodes, folder, true_success_label,
+                            seed=1 + r, policy=policy)
+        fooled = false_positives(clf_path, folder)
+        print(f"mining round {r}: policy trained {args.mining_steps} steps on the classifier; its rollouts: "
+              f"{fooled['frames']} false-positive frames of {fooled['negatives']} failure frames, in "
+              f"{fooled['episodes']}/{args.mining_episodes} episodes [{time.time() - t0:.0f} s]", flush=True)
+        folders.append(folder)
+        clf_path, report = fit_classifier(folders, config, root / f"success_round{r}.pt")
+        summary["mining"].append({"round": r, "fooled_by_policy": fooled, "classifier": report.as_dict()})
 
     if args.budget > 0:
         for seed in args.seeds:

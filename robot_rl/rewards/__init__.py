@@ -6,7 +6,8 @@ The ROS 2 reward node calls ``load_classifier`` once and ``classifier_reward`` p
 
 from robot_rl.rewards.classifier import LoadedClassifier, SuccessClassifier, load_classifier
 from robot_rl.rewards.config import ClassifierConfig
-from robot_rl.rewards.wrapper import ClassifierOutput, ClassifierRewardWrapper, StateCheck, classifier_reward
+from robot_rl.rewards.state_check import StateCheck, parse_state_check
+from robot_rl.rewards.wrapper import ClassifierOutput, ClassifierRewardWrapper, classifier_reward
 
 __all__ = [
     "ClassifierConfig",
@@ -17,4 +18,5 @@ __all__ = [
     "SuccessClassifier",
     "classifier_reward",
     "load_classifier",
+    "parse_state_check",
 ]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from robot_rl.rewards.config import ClassifierConfig
 
@@ -19,7 +22,9 @@ class RecordSuccessFailArgs:
 
     With ``--teleop scripted`` (simulation) a noisy scripted expert drives and frames are labelled by the
     task's true success, unattended. With a human device the operator drives; the success button starts
-    labelling frames positive, the failure button stops it, reset ends the episode.
+    labelling frames positive, the failure button stops it, reset ends the episode. With ``--policy`` a
+    trained policy drives (the human device may still take over; the scripted one only labels): its rollouts
+    hold the frames a classifier-reward policy learned to exploit, the hard negatives to retrain on.
     """
 
     task: str = "pick_cube"
@@ -32,6 +37,8 @@ class RecordSuccessFailArgs:
     noise: float = 0.6
     """Scripted device: std of the expert's action noise (failures and near-misses as negatives)."""
     seed: int = 0
+    policy: Path | None = None
+    """A ``robot-rl train`` run folder or checkpoint whose (stochastic) policy drives while the device is idle."""
 
 
 @dataclass(frozen=True)
@@ -53,12 +60,9 @@ def record_success_fail_command(args: RecordSuccessFailArgs) -> int:
         raise ValueError(f"record-success-fail: {args.task!r} is not a robot_rl task (needs cameras)")
     if args.episodes <= 0:
         raise ValueError(f"record-success-fail: --episodes must be > 0, got {args.episodes}")
-    from robot_rl.sim import make_env
-
-    env = make_env(args.task, obs_mode="pixels", image_size=args.image_size, cameras=args.cameras,
-                   terminate_on_success=False)
+    env, policy = _recording_env(args)
     scripted = args.teleop == "scripted"
-    corrector = CorrectorConfig(threshold=math.inf, p_takeover_random=1.0, takeover_steps=1,
+    corrector = CorrectorConfig(threshold=math.inf, p_takeover_random=0.0 if policy else 1.0, takeover_steps=1,
                                 expert_noise_std=args.noise, seed=args.seed)
     device = make_teleop(args.teleop, corrector)
     out = args.out or default_out(args.task)
@@ -70,12 +74,23 @@ def record_success_fail_command(args: RecordSuccessFailArgs) -> int:
     device.connect()
     try:
         _, stats = record_success_fail(env, args.task, device, args.episodes, out,
-                                       true_success_label if scripted else ButtonLabel(), args.seed, show)
+                                       true_success_label if scripted else ButtonLabel(), args.seed, show, policy)
     finally:
         device.disconnect()
     print(f"recorded {stats.frames} frames ({stats.positives} success, {stats.frames - stats.positives} failure) "
           f"in {stats.episodes} episodes -> {out}")
     return 0
+
+
+def _recording_env(args: RecordSuccessFailArgs) -> tuple[Any, Callable[[dict], np.ndarray] | None]:
+    if args.policy is None:
+        from robot_rl.sim import make_env
+
+        return make_env(args.task, obs_mode="pixels", image_size=args.image_size, cameras=args.cameras,
+                        terminate_on_success=False), None
+    from robot_rl.rewards.dataset import policy_recording_env
+
+    return policy_recording_env(args.policy, args.task, args.image_size, args.cameras)
 
 
 def train_classifier_command(args: TrainClassifierArgs) -> int:

@@ -32,6 +32,10 @@ class ClassifierConfig:
     """Episodes held out to choose the threshold."""
     test_fraction: float = 0.2
     """Episodes held out to report accuracy and the confusion matrix (never used to fit or choose)."""
+    max_false_positive_rate: float | None = None
+    """Threshold rule on validation frames. None: best balanced accuracy. A rate (e.g. 0.0): the threshold
+    recalling the most success frames with at most that share of failure frames called success (a false
+    positive pays the policy for a failure; see ``choose_threshold``)."""
     seed: int = 0
     torch_threads: int = 1
 
@@ -50,6 +54,9 @@ class ClassifierConfig:
         for name in ("val_fraction", "test_fraction"):
             if not 0.0 < getattr(self, name) < 0.5:
                 raise ValueError(f"ClassifierConfig.{name} must be in (0, 0.5), got {getattr(self, name)}")
+        fpr = self.max_false_positive_rate
+        if fpr is not None and not 0.0 <= fpr < 1.0:
+            raise ValueError(f"ClassifierConfig.max_false_positive_rate must be in [0, 1) or None, got {fpr}")
         self.encoder_config()  # validates the encoder fields with SACConfig's messages
 
     def encoder_config(self) -> SACConfig:

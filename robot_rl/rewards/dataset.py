@@ -50,23 +50,23 @@ class FrameSet:
 
 
 def load_frames(paths: Sequence[str | os.PathLike[str]], keys: Sequence[str] | None = None) -> FrameSet:
-    """Every labelled frame under the given recording folders (only ``keys`` of the observation when given)."""
-    obs: dict[str, list[np.ndarray]] = {}
-    labels, episode_ids = [], []
-    n_episodes = 0
-    for path in paths:
-        for ep in load_demos(path):
-            if LABEL_KEY not in ep.infos:
-                raise ValueError(f"{path}: episode without info/{LABEL_KEY} (not a record-success-fail folder)")
-            for k, v in ep.observations.items():
-                if keys is None or k in keys:
-                    obs.setdefault(k, []).append(v[1:])
-            labels.append(np.asarray(ep.infos[LABEL_KEY], bool))
-            episode_ids.append(np.full(len(ep), n_episodes))
-            n_episodes += 1
-    if not labels:
+    """Every labelled frame under the given recording folders: the observation ``keys`` when given (each must
+    be in every episode), else the keys every episode has (a state policy's rollouts also carry
+    ``privileged``; the classifier reads images only)."""
+    episodes = [(path, ep) for path in paths for ep in load_demos(path)]
+    if not episodes:
         raise ValueError(f"no labelled frames under {[str(p) for p in paths]}")
-    return FrameSet({k: np.concatenate(v) for k, v in obs.items()}, np.concatenate(labels), np.concatenate(episode_ids))
+    common = set.intersection(*(set(ep.observations) for _, ep in episodes))
+    for path, ep in episodes:
+        if LABEL_KEY not in ep.infos:
+            raise ValueError(f"{path}: episode without info/{LABEL_KEY} (not a record-success-fail folder)")
+        if keys is not None and not set(keys) <= set(ep.observations):
+            raise ValueError(f"{path}: an episode lacks observation keys {sorted(set(keys) - set(ep.observations))}")
+    chosen = sorted(common) if keys is None else list(keys)
+    obs = {k: np.concatenate([ep.observations[k][1:] for _, ep in episodes]) for k in chosen}
+    labels = np.concatenate([np.asarray(ep.infos[LABEL_KEY], bool) for _, ep in episodes])
+    episode_ids = np.concatenate([np.full(len(ep), i) for i, (_, ep) in enumerate(episodes)])
+    return FrameSet(obs, labels, episode_ids)
 
 
 Labeler = Callable[[dict[str, Any], InterventionWrapper], bool]
@@ -108,15 +108,18 @@ def record_success_fail(
     labeler: Labeler = true_success_label,
     seed: int = 0,
     on_episode: Callable[[int, Episode, int], None] | None = None,
+    policy: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None,
 ) -> tuple[list[Episode], SuccessFailStats]:
-    """Run ``episodes`` episodes with ``device`` in control (policy: hold still) and label every frame.
+    """Run ``episodes`` episodes and label every frame. ``device`` acts while it is active; otherwise
+    ``policy`` acts (default: hold still). Frames from a trained policy's rollouts are the hard negatives: the
+    states a policy reaches that the classifier mistook for success (HIL-SERL retrains on such frames).
 
     Operator buttons do not end episodes here (success / failure set labels); reset ends one. The env should
     not terminate on success (``terminate_on_success=False``) so positive frames accumulate while the
     object is held up. Writes to ``out`` in the demo format plus ``info/label``.
     """
     wrapped = InterventionWrapper(env, device, InterventionConfig(buttons_end_episode=False))
-    contract = env.unwrapped.contract
+    contract = env.get_wrapper_attr("contract")  # a camera wrapper's, which adds its images
     writer = DemoWriter(out, DemoMeta(task=task, contract=contract, notes="success/fail frames")) if out else None
     hold = np.zeros(env.action_space.shape, np.float32)
     stats = SuccessFailStats()
@@ -130,9 +133,10 @@ def record_success_fail(
         infos: dict[str, list[bool]] = {k: [] for k in INFO_KEYS}
         done = terminated = False
         while not done:
-            obs, reward, terminated, truncated, info = wrapped.step(hold)
+            action = hold if policy is None else np.asarray(policy(obs), np.float32)
+            obs, reward, terminated, truncated, info = wrapped.step(action)
             done = terminated or truncated or wrapped.last_command.buttons.reset
-            actions.append(info.get("intervention_action", hold))
+            actions.append(info.get("intervention_action", action))
             rewards.append(float(reward))
             labels.append(labeler(info, wrapped))
             for k in INFO_KEYS:
@@ -156,6 +160,29 @@ def record_success_fail(
         if on_episode is not None:
             on_episode(i, episode, int(np.sum(labels)))
     return kept, stats
+
+
+def policy_recording_env(
+    policy: str | os.PathLike[str], task: str, image_size: int, cameras: Sequence[str]
+) -> tuple[gym.Env, Callable[[dict[str, np.ndarray]], np.ndarray]]:
+    """A sim env for ``record_success_fail`` driven by a trained policy (run folder or checkpoint), and that
+    policy's stochastic actions. A state policy gets a state env with the cameras rendered into its
+    observations; a pixel policy's cameras must be the ones asked for."""
+    from robot_rl.rewards.wrapper import SimCameraObservation
+    from robot_rl.sim import make_env
+    from robot_rl.training.loop import load_agent
+
+    agent, cfg = load_agent(Path(policy))
+    if cfg.task != task:
+        raise ValueError(f"policy {policy}: trained on {cfg.task!r}, not {task!r}")
+    if cfg.obs == "pixels" and (cfg.image_size, tuple(cfg.cameras)) != (image_size, tuple(cameras)):
+        raise ValueError(f"policy {policy}: its cameras {list(cfg.cameras)} at {cfg.image_size} px differ from "
+                         f"the recording's {list(cameras)} at {image_size} px")
+    env = make_env(task, obs_mode=cfg.obs, image_size=image_size, cameras=tuple(cameras),
+                   terminate_on_success=False, dense_reward=cfg.dense_reward)
+    if cfg.obs == "state":
+        env = SimCameraObservation(env, cameras, image_size)
+    return env, lambda obs: agent.act(obs)
 
 
 def default_out(task: str) -> Path:

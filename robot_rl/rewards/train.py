@@ -77,14 +77,24 @@ def balanced_accuracy(pred: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(rates)) if rates else 0.0
 
 
-def choose_threshold(probs: np.ndarray, labels: np.ndarray) -> float:
-    """The threshold maximising balanced accuracy on (validation) frames; ties go to the one nearest 0.5."""
+def choose_threshold(probs: np.ndarray, labels: np.ndarray, max_false_positive_rate: float | None = None) -> float:
+    """The threshold chosen on (validation) frames; ties go to the one nearest 0.5.
+
+    ``max_false_positive_rate`` None: maximise balanced accuracy. A rate: the lowest threshold (most success
+    frames recalled) whose false-positive rate on the failure frames is at most that rate. A false positive
+    ends a training episode with reward 1, which a policy learns to reproduce; a false negative only delays the
+    reward by a frame or two while the object is held, so precision is worth more than recall here."""
     p = np.sort(np.unique(probs))
-    candidates = np.concatenate([[0.5], (p[:-1] + p[1:]) / 2 if len(p) > 1 else []])
+    candidates = np.concatenate([[0.5], (p[:-1] + p[1:]) / 2 if len(p) > 1 else [], [(1.0 + p[-1]) / 2]])
     candidates = candidates[(candidates > 0) & (candidates < 1)]
-    scores = np.array([balanced_accuracy(probs >= c, labels) for c in candidates])
-    best = candidates[scores >= scores.max() - 1e-12]
-    return float(best[np.argmin(np.abs(best - 0.5))])
+    if max_false_positive_rate is None:
+        scores = np.array([balanced_accuracy(probs >= c, labels) for c in candidates])
+        best = candidates[scores >= scores.max() - 1e-12]
+        return float(best[np.argmin(np.abs(best - 0.5))])
+    negatives = probs[~labels]
+    fpr = np.array([np.mean(negatives >= c) if len(negatives) else 0.0 for c in candidates])
+    allowed = candidates[fpr <= max_false_positive_rate + 1e-12]
+    return float(allowed.min()) if len(allowed) else float(candidates.max())
 
 
 def confusion(pred: np.ndarray, labels: np.ndarray) -> list[list[int]]:
@@ -137,7 +147,7 @@ def train_classifier(
         return model.predict_proba({k: frames.observations[k][index] for k in keys})
 
     val_p, test_p = probs(val_idx), probs(test_idx)
-    threshold = choose_threshold(val_p, labels[val_idx])
+    threshold = choose_threshold(val_p, labels[val_idx], config.max_false_positive_rate)
     test_pred = test_p >= threshold
     report = ClassifierReport(
         threshold=threshold,

@@ -12,6 +12,7 @@ classifier's cameras itself (``SimCameraSource``), so a state policy can learn f
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,30 +20,9 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.envs.contract import IMAGE_PREFIX, STATE_LAYOUT
+from robot_rl.envs.contract import IMAGE_PREFIX, CameraSpec
 from robot_rl.rewards.classifier import LoadedClassifier, load_classifier
-
-
-@dataclass(frozen=True)
-class StateCheck:
-    """``low <= obs[key][STATE_LAYOUT field][index] <= high`` (e.g. tcp_pos[2] >= 0.06 m: lifted)."""
-
-    field: str
-    index: int = 0
-    low: float = -np.inf
-    high: float = np.inf
-    key: str = "state"
-
-    def __post_init__(self) -> None:
-        sl = STATE_LAYOUT.slice(self.field)  # raises naming the known fields
-        if not 0 <= self.index < sl.stop - sl.start:
-            raise ValueError(f"StateCheck({self.field}).index must be in [0, {sl.stop - sl.start}), got {self.index}")
-        if self.low > self.high:
-            raise ValueError(f"StateCheck({self.field}).low must be <= high, got {self.low} > {self.high}")
-
-    def passes(self, obs: Mapping[str, np.ndarray]) -> bool:
-        value = float(np.asarray(obs[self.key])[STATE_LAYOUT.slice(self.field).start + self.index])
-        return self.low <= value <= self.high
+from robot_rl.rewards.state_check import StateCheck, parse_state_check
 
 
 @dataclass(frozen=True)
@@ -86,6 +66,25 @@ class SimCameraSource:
         return out
 
 
+class SimCameraObservation(gym.ObservationWrapper):
+    """Adds rendered ``images/<camera>`` (uint8 [size, size, 3]) to a simulated env's observations, e.g. to
+    record classifier frames while a state policy drives."""
+
+    def __init__(self, env: gym.Env, cameras: Sequence[str], image_size: int) -> None:
+        super().__init__(env)
+        shapes = {f"{IMAGE_PREFIX}{c}": (image_size, image_size) for c in cameras}
+        self.source = SimCameraSource(env, shapes)
+        base = env.unwrapped.contract  # type: ignore[attr-defined]
+        self.contract = dataclasses.replace(base, cameras=tuple(CameraSpec(c, image_size, image_size) for c in cameras))
+        spaces = dict(env.observation_space.spaces)  # type: ignore[attr-defined]
+        for key in shapes:
+            spaces[key] = gym.spaces.Box(0, 255, (image_size, image_size, 3), np.uint8)
+        self.observation_space = gym.spaces.Dict(spaces)
+
+    def observation(self, observation: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self.source(observation)
+
+
 class ClassifierRewardWrapper(gym.Wrapper):
     """Reward = classifier success (0/1, see ``classifier_reward``); terminate on it when ``terminate``."""
 
@@ -121,6 +120,8 @@ class ClassifierRewardWrapper(gym.Wrapper):
 
 
 def wrap_with_classifier(
-    env: gym.Env, path: str | os.PathLike[str], threshold: float | None = None, state_checks: Sequence[StateCheck] = ()
+    env: gym.Env, path: str | os.PathLike[str], threshold: float | None = None, state_checks: Sequence[str] = ()
 ) -> ClassifierRewardWrapper:
-    return ClassifierRewardWrapper(env, load_classifier(path), threshold, state_checks)
+    """``state_checks``: ``field:index:low:high`` texts (``parse_state_check``), ANDed with the classifier."""
+    checks = tuple(parse_state_check(t) for t in state_checks)
+    return ClassifierRewardWrapper(env, load_classifier(path), threshold, checks)

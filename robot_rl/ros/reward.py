@@ -9,14 +9,14 @@ timeout, truncates the episode): a stale image never becomes a success.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from robot_rl.envs.contract import IMAGE_PREFIX
 from robot_rl.rewards.classifier import load_classifier
-from robot_rl.rewards.wrapper import ClassifierOutput, StateCheck, classifier_reward
+from robot_rl.rewards.state_check import parse_state_check
+from robot_rl.rewards.wrapper import ClassifierOutput, classifier_reward
 
 STATE_KEY = "state"
 
@@ -46,23 +46,6 @@ class RewardNodeConfig:
             )
         for text in self.state_checks:
             parse_state_check(text)
-
-
-def parse_state_check(text: str) -> StateCheck:
-    """``"tcp_pos:2:0.06:inf"`` -> ``StateCheck("tcp_pos", 2, 0.06, inf)``; errors name the bad text."""
-    parts = text.split(":")
-    if len(parts) != 4:
-        raise ValueError(f"state check {text!r} must be field:index:low:high (e.g. tcp_pos:2:0.06:inf)")
-    try:
-        index, low, high = int(parts[1]), float(parts[2]), float(parts[3])
-    except ValueError as err:
-        raise ValueError(f"state check {text!r}: index must be an int, low/high numbers ({err})") from None
-    if math.isnan(low) or math.isnan(high):
-        raise ValueError(f"state check {text!r}: low/high must not be NaN")
-    try:
-        return StateCheck(parts[0], index, low, high)
-    except KeyError as err:  # unknown field: the message lists the known ones
-        raise ValueError(f"state check {text!r}: {err.args[0]}") from None
 
 
 class RewardCore:

@@ -27,7 +27,7 @@ def wrap_training_env(env: gym.Env, cfg: Any, device: Teleoperator | None = None
     if cfg.reward_classifier is not None:
         from robot_rl.rewards.wrapper import wrap_with_classifier
 
-        env = wrap_with_classifier(env, cfg.reward_classifier, cfg.classifier_threshold)
+        env = wrap_with_classifier(env, cfg.reward_classifier, cfg.classifier_threshold, cfg.classifier_state_checks)
     if device is None and cfg.teleop != "none":
         device = make_teleop(cfg.teleop, cfg.corrector)
     return with_teleop(env, device, cfg.intervention_mode) if device is not None else env

@@ -77,6 +77,9 @@ class TrainConfig:
     """Sparse reward from this trained success classifier (``robot-rl train-classifier``) instead of the task's."""
     classifier_threshold: float | None = None
     """Override the classifier's validation-chosen threshold."""
+    classifier_state_checks: tuple[str, ...] = ()
+    """Conditions ANDed with the classifier's success, each ``field:index:low:high`` over the contract state,
+    e.g. ``tcp_pos:2:0.06:inf`` (gripper above 6 cm), as HIL-SERL does on real tasks."""
 
     def __post_init__(self) -> None:
         for name in ("total_env_steps", "batch_size", "eval_every", "eval_episodes", "checkpoint_every"):
@@ -98,3 +101,9 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.reward_classifier: no such file {self.reward_classifier}")
         if self.classifier_threshold is not None and not 0.0 < self.classifier_threshold < 1.0:
             raise ValueError(f"TrainConfig.classifier_threshold must be in (0, 1), got {self.classifier_threshold}")
+        if self.classifier_state_checks and self.reward_classifier is None:
+            raise ValueError("TrainConfig.classifier_state_checks need a --reward-classifier to AND with")
+        from robot_rl.rewards.state_check import parse_state_check
+
+        for text in self.classifier_state_checks:
+            parse_state_check(text)

@@ -41,6 +41,12 @@ def test_split_is_by_episode_and_threshold_maths() -> None:
     probs = np.array([0.1, 0.2, 0.35, 0.4, 0.9])
     labels = np.array([False, False, True, True, True])
     assert 0.2 < choose_threshold(probs, labels) < 0.35
+    # overlapping classes: balanced accuracy accepts a false positive, a false-positive bound does not
+    p_mixed = np.array([0.1, 0.3, 0.6, 0.5, 0.7, 0.9])
+    l_mixed = np.array([False, False, False, True, True, True])
+    assert 0.3 < choose_threshold(p_mixed, l_mixed) <= 0.5
+    assert 0.6 < choose_threshold(p_mixed, l_mixed, max_false_positive_rate=0.0) < 0.7
+    assert 0.3 < choose_threshold(p_mixed, l_mixed, max_false_positive_rate=0.34) < 0.5
     pred = probs >= 0.3
     assert confusion(pred, labels) == [[2, 0], [0, 3]] and balanced_accuracy(pred, labels) == 1.0
     with pytest.raises(ValueError, match="too few episodes"):

@@ -34,13 +34,32 @@ def test_record_train_and_use_a_classifier(tmp_path: Path, capsys) -> None:
     assert "held-out accuracy" in capsys.readouterr().out
 
     run = tmp_path / "run"
-    # a state policy, rewarded by the image classifier (cameras rendered for it from the sim scene)
+    # a state policy, rewarded by the image classifier (cameras rendered for it from the sim scene) AND a check
     assert main(["train", "--task", "pick_cube", "--total-env-steps", "90", "--eval-every", "90",
-                 "--scripted-demos", "1", "--reward-classifier", str(clf), "--run-dir", str(run), *TINY_TRAIN]) == 0
+                 "--scripted-demos", "1", "--reward-classifier", str(clf), "--classifier-state-checks",
+                 "tcp_pos:2:0.06:inf", "--run-dir", str(run), *TINY_TRAIN]) == 0
     assert (run / "checkpoints" / "latest.pt").exists()
+    assert json.loads((run / "config.json").read_text())["classifier_state_checks"] == ["tcp_pos:2:0.06:inf"]
+
+    # that policy drives a recording (hard negatives): same frames as the expert's, plus the state env's keys
+    rollouts = tmp_path / "sf_policy"
+    assert main(["record-success-fail", "--task", "pick_cube", "--episodes", "1", "--policy", str(run),
+                 "--out", str(rollouts)]) == 0
+    mixed = load_frames([data, rollouts])
+    assert len(mixed) == 5 * 80 and set(mixed.observations) == {"images/front", "images/wrist", "state"}
+    assert "privileged" in load_frames([rollouts]).observations
 
 
 def test_bad_arguments_fail_with_a_message(tmp_path: Path, capsys) -> None:
     assert main(["record-success-fail", "--task", "Pendulum-v1", "--out", str(tmp_path / "x")]) == 2
     assert "not a robot_rl task" in capsys.readouterr().err
     assert main(["train-classifier", "--data", str(tmp_path / "missing")]) == 2
+    capsys.readouterr()
+    clf = tmp_path / "clf.pt"
+    clf.write_bytes(b"")  # TrainConfig checks the check texts before anything loads the file
+    for argv, message in ((["--reward-classifier", str(clf), "--classifier-state-checks", "tcp_pos:2:low:1"],
+                           "'tcp_pos:2:low:1': index must be an int, low/high numbers"),
+                          (["--classifier-state-checks", "tcp_pos:2:0.06:inf"], "need a --reward-classifier")):
+        with pytest.raises(SystemExit):  # tyro reports config errors at parse time
+            main(["train", *argv])
+        assert message in " ".join(capsys.readouterr().err.replace("\u2502", " ").split())  # tyro's box, unwrapped
