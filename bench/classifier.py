@@ -42,6 +42,21 @@ def noisy_expert(noise: float, seed: int) -> ScriptedCorrector:
                                              expert_noise_std=noise, seed=seed))
 
 
+def record_frames(args: argparse.Namespace, env, root: Path) -> list[Path]:
+    """The noisy expert's episodes, plus ``--random-episodes`` near-random ones; returns their folders."""
+    t0 = time.time()
+    _, stats = record_success_fail(env, args.task, noisy_expert(args.noise, seed=0), args.episodes, root / "frames",
+                                   true_success_label)
+    print(f"recorded {stats.frames} frames ({stats.positives} success) in {time.time() - t0:.0f} s", flush=True)
+    folders = [root / "frames"]
+    if args.random_episodes > 0:
+        _, extra = record_success_fail(env, args.task, noisy_expert(3.0, seed=1), args.random_episodes,
+                                       root / "frames_random", true_success_label, seed=1)
+        folders.append(root / "frames_random")
+        print(f"recorded {extra.frames} near-random frames ({extra.positives} success)", flush=True)
+    return folders
+
+
 def fit_classifier(folders: list[Path], config: ClassifierConfig, path: Path) -> tuple[Path, ClassifierReport]:
     t0 = time.time()
     model, report = train_classifier(load_frames(folders), config)
@@ -78,6 +93,8 @@ def main() -> None:
                         help="rounds of: train a policy on the classifier, record its rollouts, retrain on them")
     parser.add_argument("--mining-steps", type=int, default=3000)
     parser.add_argument("--mining-episodes", type=int, default=30)
+    parser.add_argument("--classifier", type=Path, default=None,
+                        help="a trained classifier file: skip recording and training, train the policies only")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_classifier"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -86,21 +103,17 @@ def main() -> None:
 
     stamp = run_stamp()
     root = args.out / f"{stamp}-{args.task}"
-    t0 = time.time()
     env = make_env(args.task, obs_mode="pixels", image_size=args.image_size, terminate_on_success=False)
-    _, stats = record_success_fail(env, args.task, noisy_expert(args.noise, seed=0), args.episodes, root / "frames",
-                                   true_success_label)
-    print(f"recorded {stats.frames} frames ({stats.positives} success) in {time.time() - t0:.0f} s", flush=True)
-    folders = [root / "frames"]
-    if args.random_episodes > 0:
-        _, extra = record_success_fail(env, args.task, noisy_expert(3.0, seed=1), args.random_episodes,
-                                       root / "frames_random", true_success_label, seed=1)
-        folders.append(root / "frames_random")
-        print(f"recorded {extra.frames} near-random frames ({extra.positives} success)", flush=True)
-
     config = ClassifierConfig(steps=args.steps, torch_threads=args.threads, max_false_positive_rate=args.max_fpr)
-    clf_path, report = fit_classifier(folders, config, root / "success.pt")
-    summary: dict = {"args": vars(args), "classifier": report.as_dict(), "policies": [], "mining": []}
+    if args.classifier is not None:  # reuse a trained classifier: policies only
+        if args.mining_rounds:
+            parser.error("--mining-rounds needs the recorded frames: not with --classifier")
+        clf_path, folders, report = args.classifier, [], load_classifier(args.classifier).report
+    else:
+        folders = record_frames(args, env, root)
+        clf_path, fitted = fit_classifier(folders, config, root / "success.pt")
+        report = fitted.as_dict()
+    summary: dict = {"args": vars(args), "classifier": report, "policies": [], "mining": []}
     cameras = tuple(c.name for c in env.unwrapped.contract.cameras)
     for r in range(1, args.mining_rounds + 1):
         # A policy trained on this classifier's reward finds its false positives; its rollouts, labelled by the

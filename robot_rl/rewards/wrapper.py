@@ -113,8 +113,9 @@ class ClassifierRewardWrapper(gym.Wrapper):
         full = self.image_source(obs) if self.image_source is not None else obs
         out = classifier_reward(self.classifier, full, self.threshold, self.state_checks)
         info = {**info, "classifier_probability": out.probability, "classifier_success": out.success}
-        # Only the classifier decides terminal states: an env's own success termination (simulation) becomes a
-        # truncation, so the task's true success never reaches the learner through the episode end.
+        # Only the classifier decides terminal states: an env's own success termination becomes a truncation, so
+        # the task's true success never reaches the learner through the episode end. (``robot-rl train`` turns a
+        # sim task's success termination off under a classifier; a gymnasium env may still end this way.)
         terminated = self.terminate and out.success
         return obs, out.reward, terminated, bool(truncated or env_terminated) and not terminated, info
 

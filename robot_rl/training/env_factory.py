@@ -31,8 +31,10 @@ def make_training_env(
     cameras: tuple[str, ...] = ("front", "wrist"),
     render_mode: str | None = None,
     dense_reward: bool = False,
+    terminate_on_success: bool = True,
 ) -> gym.Env:
-    """``task`` is a robot_rl task name or a gymnasium id; the result emits flat dict observations."""
+    """``task`` is a robot_rl task name or a gymnasium id; the result emits flat dict observations.
+    ``terminate_on_success`` False: a robot_rl task runs on after success (a gymnasium env keeps its own rules)."""
     if is_robot_rl_task(task):
         from robot_rl.sim import make_env
 
@@ -43,6 +45,7 @@ def make_training_env(
             cameras=cameras,
             render_mode=render_mode,
             dense_reward=dense_reward,
+            terminate_on_success=terminate_on_success,
         )
     if obs != "state" or dense_reward:
         raise ValueError(f"obs={obs!r} / dense_reward apply to robot_rl tasks only; {task!r} brings its own")
@@ -61,8 +64,13 @@ def make_training_env(
     return DictObservation(env)
 
 
-def make_env_from_config(config, render_mode: str | None = None) -> gym.Env:
-    """The env a ``TrainConfig`` describes (training, evaluation and ``robot-rl eval`` build it the same way)."""
+def make_env_from_config(config, render_mode: str | None = None, training: bool = False) -> gym.Env:
+    """The env a ``TrainConfig`` describes (training, evaluation and ``robot-rl eval`` build it the same way).
+
+    ``training`` with a reward classifier: a simulated task does not end on its own success, as a real arm does
+    not; only the classifier ends episodes. Else a success the classifier has not yet seen would end the episode
+    unrewarded (the classifier fires a frame or two after the true success when its threshold favours precision).
+    """
     return make_training_env(
         config.task,
         config.obs,
@@ -70,4 +78,5 @@ def make_env_from_config(config, render_mode: str | None = None) -> gym.Env:
         config.cameras,
         render_mode=render_mode,
         dense_reward=config.dense_reward,
+        terminate_on_success=not (training and config.reward_classifier is not None),
     )

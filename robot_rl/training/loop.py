@@ -64,7 +64,7 @@ class Trainer:
         torch.set_num_threads(max(1, cfg.torch_threads))
         torch.manual_seed(cfg.seed)
         self.run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.task, cfg.obs))
-        self.env = wrap_training_env(make_env_from_config(cfg), cfg)  # teleop / reward classifier, if set
+        self.env = wrap_training_env(make_env_from_config(cfg, training=True), cfg)  # teleop / reward classifier
         want_video = cfg.video == "on" or (cfg.video == "auto" and cfg.obs == "pixels")
         self.record_video = want_video and is_robot_rl_task(cfg.task)
         self.eval_env = make_env_from_config(cfg, render_mode="rgb_array" if self.record_video else None)

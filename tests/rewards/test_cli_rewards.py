@@ -63,3 +63,17 @@ def test_bad_arguments_fail_with_a_message(tmp_path: Path, capsys) -> None:
         with pytest.raises(SystemExit):  # tyro reports config errors at parse time
             main(["train", *argv])
         assert message in " ".join(capsys.readouterr().err.replace("\u2502", " ").split())  # tyro's box, unwrapped
+
+
+def test_only_the_classifier_ends_training_episodes(tmp_path: Path) -> None:
+    """Under a classifier the sim task runs on after its own success (as a real arm does); evaluation does not."""
+    from robot_rl.training.config import TrainConfig
+    from robot_rl.training.env_factory import make_env_from_config
+
+    clf = tmp_path / "clf.pt"
+    clf.write_bytes(b"")
+    with_clf, plain = TrainConfig(task="pick_cube", reward_classifier=clf), TrainConfig(task="pick_cube")
+    ends = {(name, training): make_env_from_config(cfg, training=training).unwrapped.cfg.terminate_on_success
+            for name, cfg in (("classifier", with_clf), ("plain", plain)) for training in (True, False)}
+    assert ends == {("classifier", True): False, ("classifier", False): True, ("plain", True): True,
+                    ("plain", False): True}
