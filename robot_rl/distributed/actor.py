@@ -25,9 +25,8 @@ from robot_rl.agents.sac import SACAgent
 from robot_rl.distributed.client import ActorClient, LinkRefused
 from robot_rl.distributed.codec import load_weights
 from robot_rl.distributed.config import ActorConfig
-from robot_rl.distributed.spec import env_spec, make_env
-from robot_rl.teleop import make_teleop
-from robot_rl.teleop.hil import with_teleop
+from robot_rl.distributed.spec import classifier_digest, env_spec, make_env
+from robot_rl.teleop.hil import wrap_training_env
 from robot_rl.training.evaluate import TRAIN_SEED_BASE
 from robot_rl.utils.config_io import from_jsonable
 
@@ -94,10 +93,11 @@ class Actor:
             cfg.env_factory,
             cfg.env_kwargs,
             dense_reward=cfg.dense_reward,
+            terminate_on_success=cfg.reward_classifier is None,  # only the classifier ends episodes
         )
-        self.spec = env_spec(self.env, cfg.env_factory or cfg.task, cfg.dense_reward, cfg.intervention_mode)
-        if cfg.teleop != "none":  # after env_spec: the spec names the task, not the wrapper
-            self.env = with_teleop(self.env, make_teleop(cfg.teleop, cfg.corrector), cfg.intervention_mode)
+        self.spec = env_spec(self.env, cfg.env_factory or cfg.task, cfg.dense_reward, cfg.intervention_mode,
+                             classifier_digest(cfg.reward_classifier))
+        self.env = wrap_training_env(self.env, cfg)  # after env_spec: the spec names the task, not the wrappers
         self.client = ActorClient(
             cfg.link,
             cfg.actor_id,

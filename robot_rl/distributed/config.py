@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from robot_rl.rewards.state_check import check_classifier_reward
 from robot_rl.teleop.base import TeleopName
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.config import TrainConfig
@@ -191,9 +192,18 @@ class ActorConfig:
     bridge's teleop mux, so ``teleop`` stays ``none`` there and RLIF still has its reward signal."""
     corrector: CorrectorConfig = field(default_factory=CorrectorConfig)
     """The scripted corrector (``--teleop scripted``)."""
+    reward_classifier: Path | None = None
+    """Sparse reward from this success classifier, computed here on the actor (the learner names the same file:
+    the handshake compares their digests). As in ``robot-rl train``."""
+    classifier_threshold: float | None = None
+    """Override the classifier's validation-chosen threshold."""
+    classifier_state_checks: tuple[str, ...] = ()
+    """Conditions ANDed with the classifier's success (``field:index:low:high``), as in ``robot-rl train``."""
 
     def __post_init__(self) -> None:
         check_env_factory("ActorConfig", self.env_factory, self.env_kwargs)
+        check_classifier_reward("ActorConfig", self.reward_classifier, self.classifier_threshold,
+                                self.classifier_state_checks)
         if self.intervention_mode == "rlif" and self.teleop == "none" and not self.env_interventions:
             raise ValueError("ActorConfig.intervention_mode='rlif' needs a teleop device (its only reward), "
                              "or an env that flags interventions itself (env_interventions)")

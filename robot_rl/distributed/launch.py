@@ -44,12 +44,19 @@ def actor_command(cfg: TrainConfig, index: int, port: int, n: int) -> list[str]:
     if cfg.teleop == "scripted":
         corrector = dataclasses.replace(cfg.corrector, seed=cfg.corrector.seed * 1000 + index + 1)
         teleop += config_flags("corrector", corrector)
+    reward = []
+    if cfg.reward_classifier is not None:  # computed on the actor, where the cameras are
+        reward = ["--reward-classifier", str(cfg.reward_classifier)]
+        if cfg.classifier_threshold is not None:
+            reward += ["--classifier-threshold", str(cfg.classifier_threshold)]
+        if cfg.classifier_state_checks:
+            reward += ["--classifier-state-checks", *cfg.classifier_state_checks]
     return [
         sys.executable, "-m", "robot_rl.cli", "actor", "--link.port", str(port), "--actor-id", f"sim-{index}",
         "--task", cfg.task, "--obs", cfg.obs, "--image-size", str(cfg.image_size), "--cameras", *cfg.cameras,
         "--dense-reward" if cfg.dense_reward else "--no-dense-reward",
         "--seed", str(cfg.seed * 1000 + index + 1), "--random-steps", str(random_steps), "--device", cfg.device,
-        "--connect-timeout-s", "120", "--follow-learner-pace", *teleop,
+        "--connect-timeout-s", "120", "--follow-learner-pace", *teleop, *reward,
     ]  # fmt: skip
 
 

@@ -35,7 +35,7 @@ from robot_rl.distributed.ingest import Ingestor
 from robot_rl.distributed.prior import load_prior_episodes
 from robot_rl.distributed.replay_log import ReplayLog
 from robot_rl.distributed.server import LinkServer
-from robot_rl.distributed.spec import env_spec, make_env
+from robot_rl.distributed.spec import classifier_digest, env_spec, make_env
 from robot_rl.teleop.hil import prepare_demo, routing
 from robot_rl.teleop.routing import route_episode
 from robot_rl.training.env_factory import is_robot_rl_task
@@ -101,7 +101,8 @@ class Learner:
             cfg.env_kwargs,
             dense_reward=t.dense_reward,
         )
-        self.spec = env_spec(self.env, cfg.env_factory or t.task, t.dense_reward, t.intervention_mode)
+        self.spec = env_spec(self.env, cfg.env_factory or t.task, t.dense_reward, t.intervention_mode,
+                             classifier_digest(t.reward_classifier))
         self.eval_env = self.env if cfg.evaluate else None
         space, action_space = self.env.observation_space, self.env.action_space
         action_dim = action_space.shape[0]

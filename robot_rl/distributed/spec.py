@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -23,12 +26,12 @@ def make_env(
     env_kwargs: str = "{}",
     render_mode: str | None = None,
     dense_reward: bool = False,
+    terminate_on_success: bool = True,
 ) -> gym.Env:
     """``env_factory`` (``module:function``, called with ``env_kwargs``) if given, else the training task."""
     if env_factory is None:
-        return make_training_env(
-            task, obs, image_size, cameras, render_mode=render_mode, dense_reward=dense_reward
-        )
+        return make_training_env(task, obs, image_size, cameras, render_mode=render_mode, dense_reward=dense_reward,
+                                 terminate_on_success=terminate_on_success)
     module_name, _, func_name = env_factory.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), func_name)
@@ -40,9 +43,16 @@ def make_env(
     return factory(**kwargs)
 
 
-def env_spec(env: gym.Env, task: str, dense_reward: bool = False, intervention_mode: str = "hil") -> dict[str, Any]:
+def classifier_digest(path: str | os.PathLike[str] | None) -> str | None:
+    """A reward classifier's identity for the handshake: the first 16 hex digits of its file's SHA-256."""
+    return None if path is None else hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def env_spec(env: gym.Env, task: str, dense_reward: bool = False, intervention_mode: str = "hil",
+             classifier: str | None = None) -> dict[str, Any]:
     """JSON-able description of what the env emits and accepts, and how it rewards (a normalised JSON round
-    trip): actor and learner must agree on all of it."""
+    trip): actor and learner must agree on all of it. ``classifier``: ``classifier_digest`` of the reward
+    classifier, when one gives the reward."""
     space = env.action_space
     if not isinstance(space, gym.spaces.Box):
         raise ValueError(f"the env's action space must be a Box, got {space}")
@@ -56,7 +66,7 @@ def env_spec(env: gym.Env, task: str, dense_reward: bool = False, intervention_m
             "high": np.asarray(space.high, np.float64).tolist(),
         },
         "contract": contract.to_dict() if contract is not None else None,
-        "reward": {"dense": bool(dense_reward), "intervention_mode": intervention_mode},
+        "reward": {"dense": bool(dense_reward), "intervention_mode": intervention_mode, "classifier": classifier},
     }
     return json.loads(json.dumps(spec))
 

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -50,3 +51,16 @@ def parse_state_check(text: str) -> StateCheck:
         return StateCheck(parts[0], index, low, high)
     except KeyError as err:  # unknown field: the message lists the known ones
         raise ValueError(f"state check {text!r}: {err.args[0]}") from None
+
+
+def check_classifier_reward(owner: str, classifier: object, threshold: float | None,
+                            state_checks: Sequence[str]) -> None:
+    """Validate a config's ``reward_classifier`` / ``classifier_threshold`` / ``classifier_state_checks``."""
+    if classifier is not None and not Path(str(classifier)).is_file():
+        raise ValueError(f"{owner}.reward_classifier: no such file {classifier}")
+    if threshold is not None and not 0.0 < threshold < 1.0:
+        raise ValueError(f"{owner}.classifier_threshold must be in (0, 1), got {threshold}")
+    if state_checks and classifier is None:
+        raise ValueError(f"{owner}.classifier_state_checks need a --reward-classifier to AND with")
+    for text in state_checks:
+        parse_state_check(text)

@@ -8,6 +8,7 @@ from typing import Literal
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.data.replay import ReplayConfig
+from robot_rl.rewards.state_check import check_classifier_reward
 from robot_rl.teleop.base import TeleopName
 from robot_rl.teleop.corrector import CorrectorConfig
 
@@ -97,13 +98,5 @@ class TrainConfig:
                 f"TrainConfig.teleop={self.teleop!r} cannot drive {self.actors} actor processes; with --actors "
                 "use 'scripted', or run `robot-rl actor --teleop DEVICE` where the device is"
             )
-        if self.reward_classifier is not None and not Path(self.reward_classifier).is_file():
-            raise ValueError(f"TrainConfig.reward_classifier: no such file {self.reward_classifier}")
-        if self.classifier_threshold is not None and not 0.0 < self.classifier_threshold < 1.0:
-            raise ValueError(f"TrainConfig.classifier_threshold must be in (0, 1), got {self.classifier_threshold}")
-        if self.classifier_state_checks and self.reward_classifier is None:
-            raise ValueError("TrainConfig.classifier_state_checks need a --reward-classifier to AND with")
-        from robot_rl.rewards.state_check import parse_state_check
-
-        for text in self.classifier_state_checks:
-            parse_state_check(text)
+        check_classifier_reward("TrainConfig", self.reward_classifier, self.classifier_threshold,
+                                self.classifier_state_checks)

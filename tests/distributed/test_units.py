@@ -29,7 +29,7 @@ from robot_rl.distributed.learner import actors_ahead
 from robot_rl.distributed.prior import episodes_from_replay_npz, load_prior_episodes
 from robot_rl.distributed.protocol import pb
 from robot_rl.distributed.replay_log import CorruptChunkError, ReplayLog
-from robot_rl.distributed.spec import env_spec, spec_diff
+from robot_rl.distributed.spec import classifier_digest, env_spec, spec_diff
 from robot_rl.distributed.testing import CounterEnv
 
 ENV = CounterEnv()
@@ -94,6 +94,19 @@ def test_spec_diff_names_the_field() -> None:
     diff = spec_diff(actor, learner)
     assert any("observation_space['images/front'].shape" in d and "[48, 48, 3]" in d for d in diff), diff
     assert spec_diff(learner, learner) == []
+
+
+def test_spec_names_the_reward_classifier(tmp_path: Path) -> None:
+    """An actor rewarding with a classifier and a learner without it (or with another file) disagree."""
+    a, b = tmp_path / "a.pt", tmp_path / "b.pt"
+    a.write_bytes(b"classifier a")
+    b.write_bytes(b"classifier b")
+    plain = env_spec(CounterEnv(), "t")
+    with_a = env_spec(CounterEnv(), "t", classifier=classifier_digest(a))
+    assert classifier_digest(a) != classifier_digest(b) and classifier_digest(None) is None
+    assert any(d.startswith("spec.reward.classifier: actor") for d in spec_diff(with_a, plain))
+    assert spec_diff(with_a, env_spec(CounterEnv(), "t", classifier=classifier_digest(b)))
+    assert spec_diff(with_a, with_a) == []
 
 
 def test_assembler_builds_episodes_and_drops_broken_ones() -> None:

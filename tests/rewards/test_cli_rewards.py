@@ -49,6 +49,13 @@ def test_record_train_and_use_a_classifier(tmp_path: Path, capsys) -> None:
     assert len(mixed) == 5 * 80 and set(mixed.observations) == {"images/front", "images/wrist", "state"}
     assert "privileged" in load_frames([rollouts]).observations
 
+    # with a learner and an actor process: the actor computes the classifier's reward (the handshake refuses an
+    # actor whose classifier digest differs from the learner's, so finishing means the actor was given it)
+    run2 = tmp_path / "run_actors"
+    assert main(["train", "--actors", "1", "--task", "pick_cube", "--total-env-steps", "120", "--eval-every", "120",
+                 "--scripted-demos", "1", "--reward-classifier", str(clf), "--run-dir", str(run2), *TINY_TRAIN]) == 0
+    assert (run2 / "checkpoints" / "latest.pt").exists()
+
 
 def test_bad_arguments_fail_with_a_message(tmp_path: Path, capsys) -> None:
     assert main(["record-success-fail", "--task", "Pendulum-v1", "--out", str(tmp_path / "x")]) == 2
