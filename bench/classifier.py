@@ -93,6 +93,9 @@ def main() -> None:
                         help="rounds of: train a policy on the classifier, record its rollouts, retrain on them")
     parser.add_argument("--mining-steps", type=int, default=3000)
     parser.add_argument("--mining-episodes", type=int, default=30)
+    parser.add_argument("--state-checks", nargs="*", default=[],
+                        help="field:index:low:high checks ANDed with the classifier in the policy runs, e.g. "
+                             "gripper_opening:0:0.3:0.7 (something held) tcp_pos:2:0.07:inf (raised)")
     parser.add_argument("--classifier", type=Path, default=None,
                         help="a trained classifier file: skip recording and training, train the policies only")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_classifier"))
@@ -140,7 +143,9 @@ def main() -> None:
             row = {"seed": seed}
             for name in args.arms:
                 classifier = clf_path if name == "classifier_reward" else None
-                cfg = recipe_config(args, seed, reward_classifier=classifier, run_dir=root / f"{name}-s{seed}")
+                checks = tuple(args.state_checks) if classifier else ()
+                cfg = recipe_config(args, seed, reward_classifier=classifier, classifier_state_checks=checks,
+                                    run_dir=root / f"{name}-s{seed}")
                 t0 = time.time()
                 result = Trainer(cfg).run()
                 row[name] = result.success_rate if result else None
