@@ -1,5 +1,6 @@
-"""``StateCheck``: a condition on the contract state ANDed with the success classifier (numpy only;
-``TrainConfig`` and the ROS reward node validate check texts with ``parse_state_check``)."""
+"""``StateCheck``: a condition on the contract state ANDed with the success classifier, its text form
+(``parse_state_check``) and the validation of a config's classifier-reward fields (``check_classifier_reward``,
+shared by ``TrainConfig`` and ``ActorConfig``). Numpy only: configs import it."""
 
 from __future__ import annotations
 
