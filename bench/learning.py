@@ -31,11 +31,11 @@ from robot_rl.training.loop import Trainer
 from robot_rl.training.run_dir import RunDir
 
 
-def run_ours(cfg: TrainConfig) -> list[tuple[int, float]]:
+def run_ours(cfg: TrainConfig, learner_overrides: dict | None = None) -> list[tuple[int, float]]:
     if cfg.actors > 0:  # `robot-rl train --actors N`: a learner here, N sim actor processes over loopback gRPC
         from robot_rl.distributed.launch import train_distributed
 
-        if train_distributed(cfg) != 0:
+        if train_distributed(cfg, learner_overrides) != 0:
             raise RuntimeError(f"train --actors {cfg.actors} failed; see {cfg.run_dir}/actor-*.log")
     else:
         Trainer(cfg).run()
@@ -89,6 +89,11 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["ours", "ours_no_demos", "sb3"],
                         choices=["ours", "ours_no_demos", "sb3", "ours_actors1", "ours_actors2"])
     parser.add_argument("--threshold", type=float, default=0.9)
+    parser.add_argument("--actor-lead", type=int, default=None,
+                        help="ours_actorsN: env steps per actor the actors may run ahead of the learner's updates "
+                             "(default: train --actors' 10)")
+    parser.add_argument("--weights-period", type=float, default=None,
+                        help="ours_actorsN: seconds between weight publications (default: train --actors' 0.25)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_learning"))
     args = parser.parse_args()
 
@@ -103,7 +108,12 @@ def main() -> None:
                 run_dir=args.out / f"{stamp}-{args.task}-{args.obs}-{method}-s{seed}",
             )
             start = time.time()
-            curve = run_sb3(cfg) if method == "sb3" else run_ours(cfg)
+            overrides = {}
+            if args.actor_lead is not None:
+                overrides["max_actor_lead"] = args.actor_lead * cfg.actors
+            if args.weights_period is not None:
+                overrides["weights_period_s"] = args.weights_period
+            curve = run_sb3(cfg) if method == "sb3" else run_ours(cfg, overrides)
             row = {
                 "seed": seed,
                 "curve": curve,
