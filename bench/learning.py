@@ -31,8 +31,35 @@ from robot_rl.training.loop import Trainer
 from robot_rl.training.run_dir import RunDir
 
 
-def run_ours(cfg: TrainConfig, learner_overrides: dict | None = None) -> list[tuple[int, float]]:
-    if cfg.actors > 0:  # `robot-rl train --actors N`: a learner here, N sim actor processes over loopback gRPC
+class EpisodeEndInsertion:
+    """A ``StepBuffer`` that holds an episode's steps and adds them to ``replay`` only when the episode ends: one
+    process with the learner's episode-granular ingestion (``ours_episode_insert``), to measure what that costs
+    without the link."""
+
+    def __init__(self, replay) -> None:
+        self.replay, self.steps = replay, []
+
+    def add(self, *step, **kw) -> None:
+        self.steps.append((step, kw))
+        if step[4] or step[5]:  # terminated or truncated
+            self.end_episode()
+
+    def end_episode(self) -> bool:
+        for step, kw in self.steps:
+            self.replay.add(*step, **kw)
+        had, self.steps = bool(self.steps), []
+        return self.replay.end_episode() or had
+
+
+def run_ours(cfg: TrainConfig, learner_overrides: dict | None = None,
+             episode_insert: bool = False) -> list[tuple[int, float]]:
+    if episode_insert:
+        from robot_rl.teleop.hil import make_router
+
+        trainer = Trainer(cfg)
+        trainer.router = make_router(cfg, EpisodeEndInsertion(trainer.replay), trainer.demo_replay)
+        trainer.run()
+    elif cfg.actors > 0:  # `robot-rl train --actors N`: a learner here, N sim actor processes over loopback gRPC
         from robot_rl.distributed.launch import train_distributed
 
         if train_distributed(cfg, learner_overrides) != 0:
@@ -87,7 +114,7 @@ def main() -> None:
     parser.add_argument("--obs", default="state", choices=["state", "pixels"])
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--methods", nargs="+", default=["ours", "ours_no_demos", "sb3"],
-                        choices=["ours", "ours_no_demos", "sb3", "ours_actors1", "ours_actors2"])
+                        choices=["ours", "ours_no_demos", "sb3", "ours_actors1", "ours_actors2", "ours_episode_insert"])
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--actor-lead", type=int, default=None,
                         help="ours_actorsN: env steps per actor the actors may run ahead of the learner's updates "
@@ -113,7 +140,7 @@ def main() -> None:
                 overrides["max_actor_lead"] = args.actor_lead * cfg.actors
             if args.weights_period is not None:
                 overrides["weights_period_s"] = args.weights_period
-            curve = run_sb3(cfg) if method == "sb3" else run_ours(cfg, overrides)
+            curve = run_sb3(cfg) if method == "sb3" else run_ours(cfg, overrides, method == "ours_episode_insert")
             row = {
                 "seed": seed,
                 "curve": curve,
@@ -136,7 +163,7 @@ def main() -> None:
         medians[method], cells = steps_columns(rows, args.budget)
         print(f"| {method} | {' | '.join(cells)} | {sum(r['wall_s'] for r in rows)} s |")
     if "ours" in medians and np.isfinite(medians["ours"]):
-        for other in ("sb3", "ours_no_demos", "ours_actors1", "ours_actors2"):
+        for other in ("sb3", "ours_no_demos", "ours_actors1", "ours_actors2", "ours_episode_insert"):
             if other in medians:
                 ratio = medians[other] / medians["ours"]
                 bound = "" if np.isfinite(ratio) else f" (>= {args.budget / medians['ours']:.1f}x: not reached)"
