@@ -96,6 +96,9 @@ def main() -> None:
     parser.add_argument("--state-checks", nargs="*", default=[],
                         help="field:index:low:high checks ANDed with the classifier in the policy runs, e.g. "
                              "gripper_opening:0:0.3:0.7 (something held) tcp_pos:2:0.07:inf (raised)")
+    parser.add_argument("--frames", type=Path, nargs="*", default=[],
+                        help="record-success-fail folders to start from instead of recording (e.g. an earlier run's "
+                             "frames, frames_random and frames_policy<r>, to mine further rounds)")
     parser.add_argument("--classifier", type=Path, default=None,
                         help="a trained classifier file: skip recording and training, train the policies only")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_classifier"))
@@ -106,6 +109,7 @@ def main() -> None:
 
     stamp = run_stamp()
     root = args.out / f"{stamp}-{args.task}"
+    root.mkdir(parents=True)
     env = make_env(args.task, obs_mode="pixels", image_size=args.image_size, terminate_on_success=False)
     config = ClassifierConfig(steps=args.steps, torch_threads=args.threads, max_false_positive_rate=args.max_fpr)
     if args.classifier is not None:  # reuse a trained classifier: policies only
@@ -113,7 +117,7 @@ def main() -> None:
             parser.error("--mining-rounds needs the recorded frames: not with --classifier")
         clf_path, folders, report = args.classifier, [], load_classifier(args.classifier).report
     else:
-        folders = record_frames(args, env, root)
+        folders = list(args.frames) if args.frames else record_frames(args, env, root)
         clf_path, fitted = fit_classifier(folders, config, root / "success.pt")
         report = fitted.as_dict()
     summary: dict = {"args": vars(args), "classifier": report, "policies": [], "mining": []}
