@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import gymnasium as gym
 
-from robot_rl.distributed.assembler import AssembledEpisode, EpisodeAssembler
+from robot_rl.distributed.assembler import AssembledEpisode, EpisodeAssembler, EpisodePart
 from robot_rl.distributed.codec import RecordData, decode_record
 from robot_rl.distributed.replay_log import ReplayLog
 
@@ -50,7 +50,8 @@ class PushResult:
 
 class Ingestor:
     """Thread-safe. ``on_episode`` is called (under the ingest lock, in arrival order) for each finished
-    episode, also while ``restore`` replays the log."""
+    episode, also while ``restore`` replays the log; with ``part_steps`` > 0, ``on_part`` is called for every
+    ``part_steps`` complete transitions of an open episode (``EpisodeAssembler.ready_part``), before its end."""
 
     def __init__(
         self,
@@ -58,10 +59,14 @@ class Ingestor:
         action_dim: int,
         replay_log: ReplayLog,
         on_episode: Callable[[AssembledEpisode, bool], None],
+        on_part: Callable[[EpisodePart, bool], None] | None = None,
+        part_steps: int = 0,
     ) -> None:
         self.space, self.action_dim = space, action_dim
         self.log = replay_log
         self.on_episode = on_episode
+        self.on_part = on_part
+        self.part_steps = part_steps if on_part is not None else 0
         self.assembler = EpisodeAssembler()
         self.actors: dict[str, ActorState] = {}
         self.max_policy_version = 0
@@ -176,6 +181,8 @@ class Ingestor:
             if done is not None:
                 state.episodes += 1
                 self.on_episode(done, restoring)
+            elif self.on_part is not None and (part := self.assembler.ready_part(actor_id, self.part_steps)):
+                self.on_part(part, restoring)
         if keep:
             if self._pending and self._pending[-1][:2] == (actor_id, state.session):
                 self._pending[-1][2].extend(keep)
@@ -201,7 +208,7 @@ class Ingestor:
             return sum(len(r) for _, _, r in batches)
 
     def open_steps(self) -> int:
-        """Steps received in episodes that have not ended yet (not in replay), over all actors."""
+        """Steps received in episodes that have not ended yet and not handed out as parts, over all actors."""
         with self._lock:
             return sum(self.assembler.open_steps(a) for a in self.actors)
 

@@ -28,7 +28,7 @@ from robot_rl.data.demos import _atomic_write, load_demos
 from robot_rl.data.episode import Episode
 from robot_rl.data.replay import ReplayBuffer, describe_space
 from robot_rl.data.sampler import MixedSampler
-from robot_rl.distributed.assembler import AssembledEpisode
+from robot_rl.distributed.assembler import AssembledEpisode, EpisodePart
 from robot_rl.distributed.codec import dump_weights
 from robot_rl.distributed.config import LearnerConfig
 from robot_rl.distributed.ingest import Ingestor
@@ -36,8 +36,8 @@ from robot_rl.distributed.prior import load_prior_episodes
 from robot_rl.distributed.replay_log import ReplayLog
 from robot_rl.distributed.server import LinkServer
 from robot_rl.distributed.spec import classifier_digest, env_spec, make_env
-from robot_rl.teleop.hil import prepare_demo, routing
-from robot_rl.teleop.routing import route_episode
+from robot_rl.teleop.hil import RLIF_PENALTY, prepare_demo, routing
+from robot_rl.teleop.routing import rlif_rewards, route_episode
 from robot_rl.training.env_factory import is_robot_rl_task
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, EXTRAS, load_run_config
@@ -123,7 +123,8 @@ class Learner:
             atomic_write_text(path / DISTRIBUTED_FILE, json.dumps(doc, indent=2))
         meta = {"observation_space": describe_space(space), "action_dim": int(action_dim), "spec": self.spec}
         self.replay_log = ReplayLog(path / "replay_log", meta, segment_bytes=cfg.segment_mb * 2**20)
-        self.ingestor = Ingestor(space, action_dim, self.replay_log, self._on_episode)
+        self.ingestor = Ingestor(space, action_dim, self.replay_log, self._on_episode, self._on_part,
+                                 cfg.replay_part_steps)
         if self.resuming:
             self._load_checkpoint()
             n = self.ingestor.restore(cfg.skip_corrupt_chunks)
@@ -155,16 +156,28 @@ class Learner:
         self.port = 0
 
     # --------------------------------------------------------------------------------------------- data
-    def _on_episode(self, done: AssembledEpisode, restoring: bool) -> None:
-        """Ingest threads (or ``restore``): a finished episode -> replay (its intervention segments also to the
-        demo buffer; RLIF rewards) + counters + metrics. The replay log keeps what the actor sent, so a restart
-        routes again under the same rules."""
-        episode, segments = route_episode(done.episode, **routing(self.train))
+    def _on_part(self, part: EpisodePart, restoring: bool) -> None:
+        """Ingest threads (or ``restore``): complete transitions of an open episode -> replay (RLIF rewards
+        from the flags, looking one step past the part)."""
+        episode = part.episode
+        if self.train.intervention_mode == "rlif":
+            flags = np.append(episode.infos.get("intervention", np.zeros(len(episode), bool)), part.next_intervention)
+            episode = dataclasses.replace(episode, rewards=rlif_rewards(flags, RLIF_PENALTY)[:-1])
         with self._replay_lock:
             self.replay.add_episode(_with_extras(episode))
+        self.env_steps += len(episode)
+
+    def _on_episode(self, done: AssembledEpisode, restoring: bool) -> None:
+        """Ingest threads (or ``restore``): a finished episode -> replay (the steps not already inserted as
+        parts; its intervention segments also to the demo buffer; RLIF rewards) + counters + metrics. The replay
+        log keeps what the actor sent, so a restart inserts and routes again under the same rules."""
+        episode, segments = route_episode(done.episode, **routing(self.train))
+        rest = episode.tail(done.handed_out)
+        with self._replay_lock:
+            self.replay.add_episode(_with_extras(rest))
             for segment in segments:
                 self.demo_replay.add_episode(_with_extras(segment))
-        self.env_steps += len(episode)
+        self.env_steps += len(rest)
         self.episodes += 1
         if not restoring:
             lag = self.weights_version - float(done.policy_versions.mean())

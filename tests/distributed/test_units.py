@@ -12,7 +12,7 @@ pytest.importorskip("grpc_tools")
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.sac import SACAgent
-from robot_rl.data.replay import ReplayBuffer, describe_space
+from robot_rl.data.replay import ReplayBuffer, ReplayConfig, describe_space
 from robot_rl.distributed.actor import PolicyHolder
 from robot_rl.distributed.assembler import EpisodeAssembler
 from robot_rl.distributed.client import ActorClient
@@ -121,6 +121,40 @@ def test_assembler_builds_episodes_and_drops_broken_ones() -> None:
     # a gap inside an episode: the open part is dropped, never stitched
     assert asm.add("b", recs[0]) is None and asm.add("b", recs[2]) is None
     assert asm.discarded_steps == 2 and asm.open_steps("b") == 0
+
+
+def test_open_episode_parts_add_up_to_the_episode() -> None:
+    """Parts handed out while an episode is open, then its tail, hold exactly the episode's transitions; in
+    replay (1-step) they are the same transitions as the whole episode inserted at its end."""
+    recs = [decode_record(r, SPACE, ADIM) for r in episode_records(4, 7)]
+    plain, parted = EpisodeAssembler(), EpisodeAssembler()
+    parts = []
+    for rec in recs:
+        whole = plain.add("a", rec)
+        done = parted.add("a", rec)
+        if done is None and (part := parted.ready_part("a", 2)) is not None:
+            parts.append(part)
+            assert parted.open_steps("a") == 1  # the step holding the part's next observation
+    assert whole is not None and done is not None
+    assert [len(p.episode) for p in parts] == [2, 2, 2] and done.handed_out == 6
+    assert all(not (p.episode.terminated or p.episode.truncated) for p in parts)
+    assert all(p.next_intervention for p in parts)  # every step of these records is an intervention
+    rest = done.episode.tail(done.handed_out)
+    assert len(rest) == 1 and rest.terminated == whole.episode.terminated
+
+    def transitions(episodes) -> list[tuple]:
+        replay = ReplayBuffer(SPACE, ADIM, ReplayConfig(capacity=64, n_step=1))
+        for ep in episodes:
+            replay.add_episode(ep)
+        batch = replay.gather(np.flatnonzero(replay._valid))
+        return sorted(
+            (tuple(batch.obs["state"][i].tolist()), tuple(batch.next_obs["state"][i].tolist()),
+             float(batch.reward[i]), float(batch.discount[i]))
+            for i in range(len(batch.reward))
+        )
+
+    assert transitions([*(p.episode for p in parts), rest]) == transitions([whole.episode])
+    assert len(transitions([whole.episode])) == 7
 
 
 def test_replay_log_round_trip_torn_tail_and_corruption(tmp_path: Path, caplog) -> None:
