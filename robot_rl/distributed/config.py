@@ -115,8 +115,7 @@ class LearnerConfig:
     replay_part_steps: int = 4
     """Insert an open episode's transitions into replay every this many received steps (each part stores one
     extra frame, its next observation), as ``robot-rl train`` samples a step right after taking it. 0: whole
-    episodes only, when they end. Measured on pick_cube (docs/benchmarks.md): inserting only at the episode end
-    cost one process as much sample efficiency as the actor/learner split showed."""
+    episodes only, when they end, which cost sample efficiency on pick_cube (docs/distributed.md)."""
     max_actor_lead: int = 0
     """Simulation: ask actors with ``follow_learner_pace`` to wait while more than this many transitions
     are not yet matched by updates (``max_update_ratio``), so sample efficiency compares with ``robot-rl
