@@ -112,10 +112,11 @@ class LearnerConfig:
     evaluate: bool = True
     """Evaluate on a local copy of the env every ``train.eval_every`` transitions (off for real robots)."""
     max_actors: int = 8
-    replay_part_steps: int = 8
-    """Insert an open episode's transitions into replay every this many received steps (each part stores one
-    extra frame, its next observation), so training sees a step soon after it is taken, as in ``robot-rl
-    train``. 0: whole episodes only, when they end (docs/distributed.md)."""
+    replay_part_steps: int = 0
+    """> 0: insert an open episode's transitions into replay every this many received steps (each part stores
+    one extra frame, its next observation), so training sees a step soon after it is taken, as in ``robot-rl
+    train``. 0: whole episodes, when they end. Off by default: it cost memory and did not change sample
+    efficiency on the pick_cube seeds measured (docs/distributed.md)."""
     max_actor_lead: int = 0
     """Simulation: ask actors with ``follow_learner_pace`` to wait while more than this many transitions
     are not yet matched by updates (``max_update_ratio``), so sample efficiency compares with ``robot-rl
