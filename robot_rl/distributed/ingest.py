@@ -66,7 +66,7 @@ class Ingestor:
         self.log = replay_log
         self.on_episode = on_episode
         self.on_part = on_part
-        self.part_steps = part_steps if on_part is not None else 0
+        self.part_steps = part_steps
         self.assembler = EpisodeAssembler()
         self.actors: dict[str, ActorState] = {}
         self.max_policy_version = 0
@@ -181,7 +181,7 @@ class Ingestor:
             if done is not None:
                 state.episodes += 1
                 self.on_episode(done, restoring)
-            elif self.on_part is not None and (part := self.assembler.ready_part(actor_id, self.part_steps)):
+            elif self.on_part and (part := self.assembler.ready_part(actor_id, self.part_steps)):
                 self.on_part(part, restoring)
         if keep:
             if self._pending and self._pending[-1][:2] == (actor_id, state.session):

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from robot_rl.rewards.config import ClassifierConfig
 
 Device = Literal["scripted", "keyboard", "spacemouse", "gamepad"]
@@ -62,7 +60,8 @@ def record_success_fail_command(args: RecordSuccessFailArgs) -> int:
         raise ValueError(f"record-success-fail: --episodes must be > 0, got {args.episodes}")
     env, policy = _recording_env(args)
     scripted = args.teleop == "scripted"
-    corrector = CorrectorConfig(threshold=math.inf, p_takeover_random=0.0 if policy else 1.0, takeover_steps=1,
+    takeover = 0.0 if policy is not None else 1.0  # with a policy driving, the scripted device only labels
+    corrector = CorrectorConfig(threshold=math.inf, p_takeover_random=takeover, takeover_steps=1,
                                 expert_noise_std=args.noise, seed=args.seed)
     device = make_teleop(args.teleop, corrector)
     out = args.out or default_out(args.task)
@@ -82,7 +81,7 @@ def record_success_fail_command(args: RecordSuccessFailArgs) -> int:
     return 0
 
 
-def _recording_env(args: RecordSuccessFailArgs) -> tuple[Any, Callable[[dict], np.ndarray] | None]:
+def _recording_env(args: RecordSuccessFailArgs) -> tuple[Any, Callable[[dict], Any] | None]:
     if args.policy is None:
         from robot_rl.sim import make_env
 

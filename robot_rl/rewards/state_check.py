@@ -36,7 +36,6 @@ class StateCheck:
         return self.low <= value <= self.high
 
 
-
 def parse_state_check(text: str) -> StateCheck:
     """``"tcp_pos:2:0.06:inf"`` -> ``StateCheck("tcp_pos", 2, 0.06, inf)``; errors name the bad text."""
     parts = text.split(":")
