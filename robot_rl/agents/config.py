@@ -52,9 +52,10 @@ class SACConfig:
     utd_ratio: int = 4
     """Critic updates per ``update()`` call (fresh batch each), then one actor update (SERL: 4; RLPD: 20)."""
     precision: Literal["float32", "bfloat16"] = "float32"
-    """Compute dtype of the hidden layers of the actor and the critic ensemble. ``bfloat16`` about halves their
-    matmul time on CPUs with AVX512-BF16 / AMX and on Ampere+ GPUs; parameters, optimiser state, the output
-    layers (Q-values, action mean / std) and all losses stay float32 (docs/architecture.md)."""
+    """Compute dtype of the hidden layers of the actor and the critic ensemble and of the image backbone's
+    convolutions. ``bfloat16`` about halves their time on CPUs with AVX512-BF16 / AMX and on Ampere+ GPUs;
+    parameters, optimiser state, the output layers (Q-values, action mean / std), image features after the
+    backbone and all losses stay float32 (docs/architecture.md)."""
     compile: bool = False
     """``torch.compile`` the actor, critics and gripper head: a slow first update, then faster ones."""
 

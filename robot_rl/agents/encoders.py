@@ -142,8 +142,11 @@ class CameraEncoder(nn.Module):
 
     def __init__(self, backbone: nn.Module, frozen: bool, height: int, width: int, config: SACConfig) -> None:
         super().__init__()
-        self.backbone = backbone
+        # Images arrive channels-last ([B, H, W, 3] permuted), and oneDNN convolves that layout ~1.4x faster
+        # on CPU when the weights match it.
+        self.backbone = backbone.to(memory_format=torch.channels_last)
         self.frozen = frozen
+        self.compute_dtype = getattr(torch, config.precision)
         with torch.no_grad():
             c, h, w = backbone(torch.zeros(1, 3, height, width)).shape[1:]
         if config.image_pooling == "spatial_embedding":
@@ -157,12 +160,15 @@ class CameraEncoder(nn.Module):
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         x = image.permute(0, 3, 1, 2).float().div_(255.0)
-        if self.frozen:
-            with torch.no_grad():
-                x = self.backbone(x)
-        else:
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen), self._autocast(x):
             x = self.backbone(x)
-        return torch.tanh(self.proj(self.pool(x)))
+        return torch.tanh(self.proj(self.pool(x.float())))
+
+    def _autocast(self, x: torch.Tensor) -> torch.autocast:
+        """The backbone's convolutions in ``SACConfig.precision`` (bfloat16 about halves them on CPUs with
+        AVX512-BF16); weights stay float32, the pooled features and everything after them are float32."""
+        enabled = self.compute_dtype != torch.float32
+        return torch.autocast(x.device.type, dtype=self.compute_dtype, enabled=enabled)
 
 
 def _drop_frozen(module: ObservationEncoder, state: dict[str, Any], prefix: str, meta: Any) -> None:

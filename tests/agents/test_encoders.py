@@ -43,6 +43,21 @@ def test_cnn_encoder_from_scratch(size: int, pooling: str) -> None:
     assert feats.abs().max() <= 1.0  # every block ends in tanh
 
 
+def test_bfloat16_backbone_tracks_float32_and_keeps_float32_features_and_params() -> None:
+    space = pixel_space(64, state_dim=4, cameras=("front",))
+    obs = random_obs(space, 8, torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    exact = ObservationEncoder(space, SACConfig())
+    torch.manual_seed(0)
+    mixed = ObservationEncoder(space, SACConfig(precision="bfloat16"))
+    a, b = exact(obs), mixed(obs)
+    assert b.dtype == torch.float32 and not torch.equal(a, b)  # the convolutions really ran in bfloat16
+    assert torch.allclose(a, b, atol=0.05)
+    b.sum().backward()
+    params = list(mixed.parameters())
+    assert all(p.dtype == torch.float32 and p.grad is not None and p.grad.dtype == torch.float32 for p in params)
+
+
 def test_missing_resnet_weights_name_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "resnet18.pt"
     config = SACConfig(image_encoder="resnet18", resnet_weights_path=str(missing))
