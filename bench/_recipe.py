@@ -33,6 +33,8 @@ def add_recipe_args(parser: argparse.ArgumentParser, *, budget: int = 20_000, ev
     parser.add_argument("--hidden", type=int, nargs="+", default=list(_DEFAULTS.agent.hidden_dims))
     parser.add_argument("--n-step", type=int, default=_DEFAULTS.replay.n_step)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    parser.add_argument("--td-target-min", type=float, default=None, help="clip TD targets from below")
+    parser.add_argument("--td-target-max", type=float, default=None, help="clip TD targets from above")
 
 
 def recipe_config(args: argparse.Namespace, seed: int, **overrides) -> TrainConfig:
@@ -43,7 +45,8 @@ def recipe_config(args: argparse.Namespace, seed: int, **overrides) -> TrainConf
         learning_starts=args.learning_starts, video="off", torch_threads=args.threads,
         agent=dataclasses.replace(_DEFAULTS.agent, utd_ratio=args.utd, num_critics=args.num_critics,
                                   num_min_critics=min(_DEFAULTS.agent.num_min_critics, args.num_critics),
-                                  hidden_dims=tuple(args.hidden)),
+                                  hidden_dims=tuple(args.hidden), td_target_min=args.td_target_min,
+                                  td_target_max=args.td_target_max),
         replay=ReplayConfig(n_step=args.n_step),
     )
     return TrainConfig(**(fields | overrides))

@@ -69,6 +69,12 @@ class SACConfig:
     """Learn alpha by dual gradient descent on the entropy constraint; False keeps ``init_temperature``."""
     backup_entropy: bool = False
     """Subtract alpha * log pi(a'|s') inside the TD target (RLPD / SERL: False, i.e. no entropy backup)."""
+    td_target_min: float | None = None
+    """Clip TD targets (critic and gripper head) from below at the lowest return the task can give."""
+    td_target_max: float | None = None
+    """Clip TD targets from above at the highest return the task can give: 0 under RLIF (rewards are 0 or -1),
+    1 for a sparse success reward of 1 that ends the episode. Bootstrapping can push Q-values of actions the
+    data does not cover far past any real return; this bounds what the critic is trained towards."""
 
     # --- gripper --------------------------------------------------------------------------------------------
     gripper: Literal["continuous", "discrete"] = "continuous"
@@ -136,6 +142,12 @@ class SACConfig:
             raise bad("utd_ratio", "must be >= 1")
         if not (math.isfinite(self.init_temperature) and self.init_temperature > 0):
             raise bad("init_temperature", "must be a finite number > 0")
+        for name in ("td_target_min", "td_target_max"):
+            if getattr(self, name) is not None and math.isnan(getattr(self, name)):
+                raise bad(name, "must be a number or None")
+        low, high = self.td_target_min, self.td_target_max
+        if low is not None and high is not None and low > high:
+            raise bad("td_target_min", f"must be <= td_target_max={self.td_target_max}")
         if self.target_entropy is not None and not math.isfinite(self.target_entropy):
             raise bad("target_entropy", "must be finite or None")
         if self.gripper not in ("continuous", "discrete"):

@@ -232,7 +232,8 @@ class SACAgent:
 
     # -------------------------------------------------------------------------------------------- losses
     def td_target(self, batch: Batch, features: Features | None = None) -> torch.Tensor:
-        """reward + discount * (min over a random M-subset of target Q(s', a') [- alpha log pi(a'|s')]): [B].
+        """reward + discount * (min over a random M-subset of target Q(s', a') [- alpha log pi(a'|s')]): [B],
+        clipped to the configured return bounds.
 
         ``discount`` is gamma^n, or 0 where the n-step window terminated (truncation keeps gamma^n)."""
         f = self.encode_batch(batch) if features is None else features
@@ -242,7 +243,14 @@ class SACAgent:
             next_v = q.min(0).values
             if self.config.backup_entropy:
                 next_v = next_v - self.alpha * next_log_prob
-            return batch.reward + batch.discount * next_v
+            return self.bound_target(batch.reward + batch.discount * next_v)
+
+    def bound_target(self, target: torch.Tensor) -> torch.Tensor:
+        """TD targets clipped to [``td_target_min``, ``td_target_max``] (either may be None: unbounded)."""
+        c = self.config
+        if c.td_target_min is None and c.td_target_max is None:
+            return target
+        return target.clamp(c.td_target_min, c.td_target_max)
 
     def critic_loss(self, batch: Batch, features: Features | None = None) -> tuple[torch.Tensor, Metrics]:
         """Mean over critics and batch of (Q_i(s, a) - target)^2; a = the stored action's SAC dims."""
@@ -259,7 +267,7 @@ class SACAgent:
             best = self.gripper_q(features.next_obs).argmax(-1, keepdim=True)
             next_q = self.target_gripper_q(features.next_obs_target).gather(-1, best).squeeze(-1)
             reward = batch.reward + batch.extras.get(self.config.gripper_penalty_key, 0.0)
-            return reward + batch.discount * next_q
+            return self.bound_target(reward + batch.discount * next_q)
 
     def gripper_loss(self, batch: Batch, features: Features | None = None) -> tuple[torch.Tensor, Metrics]:
         """MSE of Q_grip(s, class(a_gripper)) to the double-DQN target; like the critic loss (and as in

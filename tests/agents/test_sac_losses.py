@@ -75,6 +75,18 @@ def test_n_step_discount_is_used_as_given() -> None:
     torch.testing.assert_close(agent.td_target(batch), expected)
 
 
+def test_td_targets_are_clipped_to_the_return_bounds() -> None:
+    cfg = dataclasses.replace(SMALL, num_critics=2, num_min_critics=2, td_target_min=-2.0, td_target_max=0.0)
+    agent = agent_with_constant_targets(cfg)  # every target critic says 3
+    batch = make_batch(state_space(5), 3, batch=3)
+    batch.reward = torch.tensor([-1.0, -1.0, -9.0])
+    batch.discount = torch.tensor([0.0, 0.9, 0.0])
+    # -1 (terminal) stays; -1 + 0.9 * 3 = 1.7 is above any return and clips to 0; -9 clips to -2.
+    torch.testing.assert_close(agent.td_target(batch), torch.tensor([-1.0, 0.0, -2.0]))
+    with pytest.raises(ValueError, match="td_target_min"):
+        dataclasses.replace(cfg, td_target_min=1.0)
+
+
 def test_entropy_backup_changes_the_target_by_alpha_log_prob() -> None:
     cfg = dataclasses.replace(SMALL, num_critics=2, num_min_critics=2, init_temperature=0.5)
     plain = agent_with_constant_targets(cfg)
