@@ -56,6 +56,14 @@ def _adam(params: Iterable[nn.Parameter], lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, foreach=True)
 
 
+def cpu_has_native_bfloat16() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX); True when torch cannot tell."""
+    try:
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    except AttributeError:  # private probes moved in another torch version: do not guess
+        return True
+
+
 class SACAgent:
     """SAC / RLPD learner and policy.
 
@@ -91,6 +99,12 @@ class SACAgent:
             -self.sac_dim / 2 if config.target_entropy is None else float(config.target_entropy)
         )
         self.batch_transform = batch_transform
+        if config.precision == "bfloat16" and self.device.type == "cpu" and not cpu_has_native_bfloat16():
+            warnings.warn(
+                "SACConfig.precision='bfloat16' on a CPU without AVX512-BF16/AMX: bfloat16 is emulated there and "
+                "an update runs about 10x slower than in float32 (measured 13x); use precision='float32'",
+                stacklevel=2,
+            )
 
         with torch.random.fork_rng(devices=[]):  # seeded init without touching the global RNG
             torch.manual_seed(seed)

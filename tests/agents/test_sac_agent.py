@@ -221,3 +221,15 @@ def test_compiled_networks_match_eager() -> None:
         assert abs(value - m_compiled[key]) <= 1e-4 * (1 + abs(value)), key
     assert eager.state_dict()["modules"].keys() == compiled.state_dict()["modules"].keys()
     assert set(eager.critic.state_dict()) == set(compiled.critic.state_dict())
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_bfloat16_on_a_cpu_without_native_support_warns(monkeypatch, recwarn, native: bool) -> None:
+    """Emulated bfloat16 made updates 13x slower on an AVX2 CPU: the user is told, not left to find out."""
+    monkeypatch.setattr("robot_rl.agents.sac.cpu_has_native_bfloat16", lambda: native)
+    SACAgent(dataclasses.replace(SMALL, precision="bfloat16"), state_space(5), action_space(3))
+    SACAgent(SMALL, state_space(5), action_space(3))  # float32 never warns
+    slow = [w for w in recwarn if "precision='bfloat16'" in str(w.message)]
+    assert len(slow) == (0 if native else 1)
+    if slow:
+        assert "AVX512-BF16" in str(slow[0].message) and "precision='float32'" in str(slow[0].message)

@@ -1,0 +1,101 @@
+"""The split's data path stores what one process stores: the same steps through ``ActorClient`` -> records ->
+``Learner`` ingestion give the learner the replay (and demo buffer) that ``robot-rl train``'s step-by-step
+insertion gives, transition for transition, n-step returns and discounts included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("grpc_tools")
+pytest.importorskip("mujoco")
+
+from robot_rl.data.replay import ReplayBuffer, ReplayConfig
+from robot_rl.distributed.client import ActorClient
+from robot_rl.distributed.config import LearnerConfig, LinkConfig
+from robot_rl.distributed.learner import Learner
+from robot_rl.sim.registry import make_expert
+from robot_rl.teleop.hil import make_router
+from robot_rl.training.config import TrainConfig
+from robot_rl.training.env_factory import make_training_env
+from robot_rl.training.loop import EXTRAS
+
+Step = tuple[dict, np.ndarray, float, dict, bool, bool, dict]
+
+
+def pick_cube_steps(seed: int = 0) -> list[Step]:
+    """Three pick_cube episodes: the expert to success (terminated), the policy with a human takeover in the
+    middle (interventions), and random actions to the time limit (truncated)."""
+    env = make_training_env("pick_cube")
+    rng = np.random.default_rng(seed)
+    steps: list[Step] = []
+    for episode in range(3):
+        obs, _ = env.reset(seed=100 + episode)
+        expert = make_expert(env.unwrapped, noise_std=0.0, seed=seed)
+        expert.reset()
+        done, t = False, 0
+        while not done:
+            takeover = episode == 0 or (episode == 1 and 10 <= t < 25)
+            action = expert.act(env.unwrapped.scene) if takeover else rng.uniform(-1, 1, env.action_space.shape).astype(np.float32)
+            next_obs, reward, terminated, truncated, _ = env.step(action)
+            extras = {"intervention": takeover, "grasp_penalty": 0.0}
+            steps.append((obs, np.asarray(action, np.float32), float(reward), next_obs, terminated, truncated, extras))
+            obs, done, t = next_obs, terminated or truncated, t + 1
+    env.close()
+    assert steps[0][6]["intervention"] and any(s[4] for s in steps) and steps[-1][5], "episodes as described"
+    return steps
+
+
+def transitions(replay: ReplayBuffer) -> list[tuple]:
+    """Every sampleable n-step transition, as plain values, in a canonical order."""
+    batch = replay.gather(np.flatnonzero(replay._valid))
+    rows = [
+        (
+            tuple(np.round(batch.obs["state"][i].numpy(), 6).tolist()),
+            tuple(np.round(batch.action[i].numpy(), 6).tolist()),
+            round(float(batch.reward[i]), 6),
+            round(float(batch.discount[i]), 6),
+            tuple(np.round(batch.next_obs["state"][i].numpy(), 6).tolist()),
+        )
+        for i in range(len(batch.reward))
+    ]
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_learner_replay_equals_one_process_replay(tmp_path: Path, n_step: int) -> None:
+    steps = pick_cube_steps()
+    train = TrainConfig(task="pick_cube", scripted_demos=0, replay=ReplayConfig(n_step=n_step),
+                        run_dir=tmp_path / "run", progress=False)
+
+    # One process: robot-rl train's router, step by step.
+    env = make_training_env("pick_cube")
+    space, adim = env.observation_space, env.action_space.shape[0]
+    online = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=0)
+    demo = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=1)
+    router = make_router(train, online, demo)
+    for step in steps:
+        router.add(*step)
+    router.flush()
+
+    # The split: the actor's client encodes records; the learner ingests them as a push would deliver them.
+    learner = Learner(LearnerConfig(train=train, evaluate=False), token="t" * 16)
+    client = ActorClient(LinkConfig(), "actor-0", learner.spec, "t" * 16)
+    for obs, action, reward, next_obs, terminated, truncated, extras in steps:
+        client.add(obs, action, reward, next_obs, terminated, truncated,
+                   {k: float(v) for k, v in extras.items()}, policy_version=1)
+    client._encode_inbox()
+    raws = [raw for _, raw in client._unacked]
+    learner.ingestor.hello("actor-0", "session", 1)
+    result = learner.ingestor.push("actor-0", "session", raws, {})
+    assert result.accepted == len(raws) and result.duplicates == 0
+
+    assert learner.env_steps == len(steps) and learner.episodes == 3
+    assert len(learner.replay) == len(online) > 0
+    assert transitions(learner.replay) == transitions(online)
+    assert len(learner.demo_replay) == len(demo) > 0  # the takeover segments and the expert episode
+    assert transitions(learner.demo_replay) == transitions(demo)
+    learner.close()
+    env.close()
