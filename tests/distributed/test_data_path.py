@@ -38,10 +38,13 @@ def pick_cube_steps(seed: int = 0) -> list[Step]:
         done, t = False, 0
         while not done:
             takeover = episode == 0 or (episode == 1 and 10 <= t < 25)
-            action = expert.act(env.unwrapped.scene) if takeover else rng.uniform(-1, 1, env.action_space.shape).astype(np.float32)
+            if takeover:
+                action = expert.act(env.unwrapped.scene)
+            else:
+                action = rng.uniform(-1, 1, env.action_space.shape).astype(np.float32)
             next_obs, reward, terminated, truncated, _ = env.step(action)
             extras = {"intervention": takeover, "grasp_penalty": 0.0}
-            steps.append((obs, np.asarray(action, np.float32), float(reward), next_obs, terminated, truncated, extras))
+            steps.append((obs, action, float(reward), next_obs, terminated, truncated, extras))
             obs, done, t = next_obs, terminated or truncated, t + 1
     env.close()
     assert steps[0][6]["intervention"] and any(s[4] for s in steps) and steps[-1][5], "episodes as described"
