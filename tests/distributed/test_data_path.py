@@ -52,15 +52,15 @@ def pick_cube_steps(seed: int = 0) -> list[Step]:
 
 
 def transitions(replay: ReplayBuffer) -> list[tuple]:
-    """Every sampleable n-step transition, as plain values, in a canonical order."""
+    """Every sampleable n-step transition, as exact plain values, in a canonical order."""
     batch = replay.gather(np.flatnonzero(replay._valid))
     rows = [
         (
-            tuple(np.round(batch.obs["state"][i].numpy(), 6).tolist()),
-            tuple(np.round(batch.action[i].numpy(), 6).tolist()),
-            round(float(batch.reward[i]), 6),
-            round(float(batch.discount[i]), 6),
-            tuple(np.round(batch.next_obs["state"][i].numpy(), 6).tolist()),
+            tuple(batch.obs["state"][i].tolist()),
+            tuple(batch.action[i].tolist()),
+            float(batch.reward[i]),
+            float(batch.discount[i]),
+            tuple(batch.next_obs["state"][i].tolist()),
         )
         for i in range(len(batch.reward))
     ]
