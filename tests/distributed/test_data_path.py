@@ -33,8 +33,7 @@ def pick_cube_steps(seed: int = 0) -> list[Step]:
     steps: list[Step] = []
     for episode in range(3):
         obs, _ = env.reset(seed=100 + episode)
-        expert = make_expert(env.unwrapped, noise_std=0.0, seed=seed)
-        expert.reset()
+        expert = make_expert(env.unwrapped, noise_std=0.0, seed=seed)  # fresh per episode
         done, t = False, 0
         while not done:
             takeover = episode == 0 or (episode == 1 and 10 <= t < 25)
@@ -73,9 +72,10 @@ def test_learner_replay_equals_one_process_replay(tmp_path: Path, n_step: int) -
     train = TrainConfig(task="pick_cube", scripted_demos=0, replay=ReplayConfig(n_step=n_step),
                         run_dir=tmp_path / "run", progress=False)
 
+    learner = Learner(LearnerConfig(train=train, evaluate=False), token="t" * 16)
+    space, adim = learner.env.observation_space, learner.env.action_space.shape[0]
+
     # One process: robot-rl train's router, step by step.
-    env = make_training_env("pick_cube")
-    space, adim = env.observation_space, env.action_space.shape[0]
     online = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=0)
     demo = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=1)
     router = make_router(train, online, demo)
@@ -84,7 +84,6 @@ def test_learner_replay_equals_one_process_replay(tmp_path: Path, n_step: int) -
     router.flush()
 
     # The split: the actor's client encodes records; the learner ingests them as a push would deliver them.
-    learner = Learner(LearnerConfig(train=train, evaluate=False), token="t" * 16)
     client = ActorClient(LinkConfig(), "actor-0", learner.spec, "t" * 16)
     for obs, action, reward, next_obs, terminated, truncated, extras in steps:
         client.add(obs, action, reward, next_obs, terminated, truncated,
@@ -101,4 +100,3 @@ def test_learner_replay_equals_one_process_replay(tmp_path: Path, n_step: int) -
     assert len(learner.demo_replay) == len(demo) > 0  # the takeover segments and the expert episode
     assert transitions(learner.demo_replay) == transitions(demo)
     learner.close()
-    env.close()
