@@ -70,6 +70,54 @@ def run_ours(cfg: TrainConfig, learner_overrides: dict | None = None,
     return list(zip(steps.tolist(), success.tolist()))
 
 
+def run_lockstep(cfg: TrainConfig, n_actors: int, learner_overrides: dict) -> list[tuple[int, float]]:
+    """A ``Learner`` fed by ``n_actors`` sim actors in this process, in exact lock-step (``ours_lockstepN``):
+    the actors step in turn, each on the learner's newest weights, every step goes through ``ActorClient``
+    records and the learner's ingestion, and the learner updates as soon as a step is owed one. The split's
+    data path and learner loop without processes, threads, gRPC or policy lag; seeded, so it repeats exactly."""
+    from robot_rl.agents.sac import SACAgent
+    from robot_rl.distributed.client import ActorClient
+    from robot_rl.distributed.codec import dump_weights, load_weights
+    from robot_rl.distributed.config import LearnerConfig, LinkConfig
+    from robot_rl.distributed.learner import Learner
+    from robot_rl.distributed.spec import make_env
+    from robot_rl.training.evaluate import TRAIN_SEED_BASE
+
+    token = "lockstep-" + "0" * 16
+    learner = Learner(LearnerConfig(train=cfg, **learner_overrides), token=token)
+    actors = []
+    for i in range(n_actors):  # seeds and ids as `robot-rl train --actors N` gives its actor processes
+        seed = cfg.seed * 1000 + i + 1
+        env = make_env(cfg.task, cfg.obs, cfg.image_size, cfg.cameras, dense_reward=cfg.dense_reward)
+        agent = SACAgent(cfg.agent, env.observation_space, env.action_space, cfg.device, seed)
+        client = ActorClient(LinkConfig(), f"sim-{i}", learner.spec, token)
+        learner.ingestor.hello(client.actor_id, client.session, 1)
+        obs, _ = env.reset(seed=TRAIN_SEED_BASE + seed * 1_000_000)
+        actors.append({"env": env, "agent": agent, "client": client, "seed": seed, "obs": obs, "episodes": 0})
+    try:
+        while learner.env_steps < cfg.total_env_steps:
+            for a in actors:
+                load_weights(a["agent"], dump_weights(learner.agent))
+                action = a["agent"].act(a["obs"])
+                next_obs, reward, terminated, truncated, _ = a["env"].step(action)
+                a["client"].add(a["obs"], action, float(reward), next_obs, terminated, truncated,
+                                {"intervention": 0.0, "grasp_penalty": 0.0}, learner.weights_version)
+                learner.ingestor.push(a["client"].actor_id, a["client"].session, a["client"].take_records(), {})
+                a["obs"] = next_obs
+                if terminated or truncated:
+                    a["episodes"] += 1
+                    a["obs"], _ = a["env"].reset(seed=TRAIN_SEED_BASE + a["seed"] * 1_000_000 + a["episodes"])
+                learner.evaluate_if_due()
+                while learner.update_if_due():
+                    pass
+    finally:
+        learner.close()
+        for a in actors:
+            a["env"].close()
+    steps, success = RunDir(cfg.run_dir).read_metrics("eval", "success_rate")
+    return list(zip(steps.tolist(), success.tolist()))
+
+
 def run_sb3(cfg: TrainConfig) -> list[tuple[int, float]]:
     """SB3 SAC, its defaults but our network size, batch, learning start, UTD and n-step returns."""
     from stable_baselines3 import SAC
@@ -114,7 +162,8 @@ def main() -> None:
     parser.add_argument("--obs", default="state", choices=["state", "pixels"])
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--methods", nargs="+", default=["ours", "ours_no_demos", "sb3"],
-                        choices=["ours", "ours_no_demos", "sb3", "ours_actors1", "ours_actors2", "ours_episode_insert"])
+                        choices=["ours", "ours_no_demos", "sb3", "ours_actors1", "ours_actors2", "ours_episode_insert",
+                                 "ours_lockstep1", "ours_lockstep2"])
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--actor-lead", type=int, default=None,
                         help="ours_actorsN: env steps per actor the actors may run ahead of the learner's updates "
@@ -144,7 +193,12 @@ def main() -> None:
                 overrides["weights_period_s"] = args.weights_period
             if args.replay_part_steps is not None:
                 overrides["replay_part_steps"] = args.replay_part_steps
-            curve = run_sb3(cfg) if method == "sb3" else run_ours(cfg, overrides, method == "ours_episode_insert")
+            if method == "sb3":
+                curve = run_sb3(cfg)
+            elif method.startswith("ours_lockstep"):
+                curve = run_lockstep(cfg, int(method.removeprefix("ours_lockstep")), overrides)
+            else:
+                curve = run_ours(cfg, overrides, method == "ours_episode_insert")
             row = {
                 "seed": seed,
                 "curve": curve,
@@ -167,7 +221,8 @@ def main() -> None:
         medians[method], cells = steps_columns(rows, args.budget)
         print(f"| {method} | {' | '.join(cells)} | {sum(r['wall_s'] for r in rows)} s |")
     if "ours" in medians and np.isfinite(medians["ours"]):
-        for other in ("sb3", "ours_no_demos", "ours_actors1", "ours_actors2", "ours_episode_insert"):
+        for other in ("sb3", "ours_no_demos", "ours_actors1", "ours_actors2", "ours_episode_insert",
+                      "ours_lockstep1", "ours_lockstep2"):
             if other in medians:
                 ratio = medians[other] / medians["ours"]
                 bound = "" if np.isfinite(ratio) else f" (>= {args.budget / medians['ours']:.1f}x: not reached)"

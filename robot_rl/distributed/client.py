@@ -270,6 +270,14 @@ class ActorClient:
             self._unacked.append((self._seq, raw))
             self._delta += len(raw) - item["nbytes"]
 
+    def take_records(self) -> list[bytes]:
+        """Encode what ``add`` recorded and hand the records over instead of sending them, as acknowledged: to
+        drive a ``Learner``'s ingestion in this process (tests, lock-step benchmarks). Not with ``start()``."""
+        self._encode_inbox()
+        raws = [raw for _, raw in self._unacked]
+        self._on_ack(self._seq)
+        return raws
+
     def _on_ack(self, acked: int) -> None:
         freed = 0
         while self._unacked and self._unacked[0][0] <= acked:

@@ -154,6 +154,7 @@ class Learner:
         )
         self._flusher: threading.Thread | None = None
         self.port = 0
+        self._next_eval = (self.env_steps // t.eval_every + 1) * t.eval_every
 
     # --------------------------------------------------------------------------------------------- data
     def _on_part(self, part: EpisodePart, restoring: bool) -> None:
@@ -271,7 +272,6 @@ class Learner:
             self.start()
         now = time.monotonic()
         next_publish, next_ckpt, next_log = now + cfg.weights_period_s, now + cfg.checkpoint_period_s, now
-        next_eval = (self.env_steps // t.eval_every + 1) * t.eval_every
         last_steps, last_time, budget_done, budget_time = self.env_steps, now, False, 0.0
         while not self._stop.is_set():
             self._log_events()
@@ -288,11 +288,7 @@ class Learner:
                 len(self.replay) > 0,
             )
             if may_update:
-                metrics = self.agent.update(self._sample)
-                self.update_calls += 1
-                self.updates += t.agent.utd_ratio
-                if self.update_calls % 250 == 0:
-                    self.run_dir.log("train", self.env_steps, metrics)
+                self._update()
             else:
                 self._stop.wait(0.005)
             now = time.monotonic()
@@ -303,9 +299,7 @@ class Learner:
             if now >= next_ckpt:
                 next_ckpt = now + cfg.checkpoint_period_s
                 self.save_checkpoint()
-            if self.eval_env is not None and self.env_steps >= next_eval:
-                next_eval = (self.env_steps // t.eval_every + 1) * t.eval_every
-                self._evaluate()
+            self.evaluate_if_due()
             if now >= next_log:
                 rate = (self.env_steps - last_steps) / max(now - last_time, 1e-9)
                 self._log_link(rate)
@@ -315,6 +309,28 @@ class Learner:
         if budget_done and self.eval_env is not None:
             self._evaluate()
         return self.last_eval
+
+    def _update(self) -> None:
+        """One ``agent.update`` (``utd_ratio`` critic updates and an actor update) on a mixed batch."""
+        metrics = self.agent.update(self._sample)
+        self.update_calls += 1
+        self.updates += self.train.agent.utd_ratio
+        if self.update_calls % 250 == 0:
+            self.run_dir.log("train", self.env_steps, metrics)
+
+    def update_if_due(self) -> bool:
+        """One update if the received transitions are owed one (``max_update_ratio``); False if not."""
+        if not self._may_update(self._steps_taken()):
+            return False
+        self._update()
+        return True
+
+    def evaluate_if_due(self) -> None:
+        """Evaluate once the received transitions pass the next multiple of ``train.eval_every``."""
+        every = self.train.eval_every
+        if self.eval_env is not None and self.env_steps >= self._next_eval:
+            self._next_eval = (self.env_steps // every + 1) * every
+            self._evaluate()
 
     def _actors_gone(self, since: float, grace_s: float = 30.0) -> bool:
         """Every actor delivered its last episode and left (no push for 2 s), or ``grace_s`` passed."""

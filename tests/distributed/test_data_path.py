@@ -88,8 +88,7 @@ def test_learner_replay_equals_one_process_replay(tmp_path: Path, n_step: int) -
     for obs, action, reward, next_obs, terminated, truncated, extras in steps:
         client.add(obs, action, reward, next_obs, terminated, truncated,
                    {k: float(v) for k, v in extras.items()}, policy_version=1)
-    client._encode_inbox()
-    raws = [raw for _, raw in client._unacked]
+    raws = client.take_records()
     learner.ingestor.hello("actor-0", "session", 1)
     result = learner.ingestor.push("actor-0", "session", raws, {})
     assert result.accepted == len(raws) and result.duplicates == 0
