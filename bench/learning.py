@@ -168,8 +168,6 @@ def main() -> None:
     parser.add_argument("--actor-lead", type=int, default=None,
                         help="ours_actorsN: env steps per actor the actors may run ahead of the learner's updates "
                              "(default: train --actors' 10)")
-    parser.add_argument("--replay-part-steps", type=int, default=None,
-                        help="ours_actorsN: the learner inserts open episodes in parts of this many steps")
     parser.add_argument("--weights-period", type=float, default=None,
                         help="ours_actorsN: seconds between weight publications (default: train --actors' 0.25)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_learning"))
@@ -191,8 +189,6 @@ def main() -> None:
                 overrides["max_actor_lead"] = args.actor_lead * cfg.actors
             if args.weights_period is not None:
                 overrides["weights_period_s"] = args.weights_period
-            if args.replay_part_steps is not None:
-                overrides["replay_part_steps"] = args.replay_part_steps
             if method == "sb3":
                 curve = run_sb3(cfg)
             elif method.startswith("ours_lockstep"):

@@ -42,21 +42,6 @@ class Episode:
     def __len__(self) -> int:
         return len(self.actions)
 
-    def tail(self, start: int) -> Episode:
-        """Steps ``start`` .. T-1 (with observations ``start`` .. T) as an episode ending the same way."""
-        if not 0 <= start < max(len(self), 1):
-            raise ValueError(f"Episode.tail: start must be in [0, {len(self)}), got {start}")
-        if start == 0:
-            return self
-        return Episode(
-            observations={k: v[start:] for k, v in self.observations.items()},
-            actions=self.actions[start:],
-            rewards=self.rewards[start:],
-            terminated=self.terminated,
-            truncated=self.truncated,
-            infos={k: v[start:] for k, v in self.infos.items()},
-        )
-
     @property
     def success(self) -> bool:
         flags = self.infos.get("is_success")

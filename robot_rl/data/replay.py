@@ -8,18 +8,23 @@ record, the step taken from that frame:
   reward       float32 [C]
   terminated   bool    [C]  the step reached a terminal state (no bootstrap)
   is_step      bool    [C]  False for an episode's final-observation record: never a start index
+  next         int64   [C]  the record holding the next observation of the step in record i; -1 while that
+                            frame is not written yet (the newest step of an open episode) and for final records
   extras[key]  [C]          per-step side channels (``intervention``, ``grasp_penalty``, ...)
 
-The next observation of the step in record ``i`` is the frame of record ``(i + 1) % C``. An episode of T steps
-takes T + 1 records: T step records and one final record holding the last next-observation. A truncated
-episode is simply one whose last step is followed by its final record without ``terminated``.
+An episode of T steps takes T + 1 records: T step records and one final record holding the last
+next-observation. A truncated episode is one whose last step is followed by its final record without
+``terminated``. A whole episode (``add_episode``) is written contiguously. Step-by-step insertion (``add``)
+goes through a named *stream*, one per concurrent actor: each stream holds one open episode, the streams'
+records interleave in the ring, and ``next`` links each step to its successor. So a learner serving several
+actors inserts every step the moment it arrives, as one process does, without cutting anyone's episode.
 
-Records are written strictly in order at the write index by one method, ``_insert``; that is the single place
-an append-only on-disk log (crash-safe persistence) will hook into. A start index is *valid* when its whole
-n-step window (up to n steps, stopping at the episode end) and the window's next frame were written after it,
-i.e. the window never crosses the write index into overwritten or not-yet-written data. Steps of an episode
-still in progress become valid once their full window is in the ring: the newest next_obs of an open episode
-is held in memory (``_pending``) until the next ``add`` writes it as that step's obs, or the episode ends.
+Records are written strictly in order at the write index by one method, ``_insert``. ``next`` always points
+forward in write order, so while a record is in the ring so is everything its n-step window reaches. A start
+index is *valid* when its whole n-step window (up to n steps, stopping at the episode end) and the window's
+next frame are written. Steps of an open episode become valid once their full window is in the ring: the
+newest next_obs of each stream is held in memory (``pending``) until the stream's next ``add`` writes it as
+that step's obs, or the episode ends.
 
 n-step windows never span a change of actor (the ``intervention`` extra, when stored): a policy step's
 return stops at a human takeover and bootstraps from the takeover state's value under the policy. Otherwise
@@ -34,7 +39,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gymnasium as gym
@@ -46,7 +51,9 @@ from robot_rl.data.batch import Batch
 from robot_rl.data.episode import Episode
 from robot_rl.envs.contract import INFO_KEYS, check_observation
 
-REPLAY_FORMAT_VERSION = 1
+REPLAY_FORMAT_VERSION = 2
+"""2: explicit ``next`` links and named streams; version 1 files (contiguous episodes) still load."""
+DEFAULT_STREAM = ""
 INTERVENTION = "intervention"
 """The extra that says who acted (True: a human / corrector); n-step windows stop where it changes."""
 
@@ -126,6 +133,19 @@ def _resolve_extras(extras_keys: Mapping[str, npt.DTypeLike] | Sequence[str]) ->
     return {k: np.dtype(np.bool_ if k in INFO_KEYS else np.float32) for k in extras_keys}
 
 
+@dataclass
+class _OpenStream:
+    """A stream's open episode: the newest step's next_obs (not written yet) and where its steps are."""
+
+    pending: dict[str, np.ndarray]
+    last: int
+    """Ring index of the newest step record; its ``next`` is linked when the stream writes again."""
+    last_serial: int
+    """Write serial of that record (records ever written before it): tells whether the ring overwrote it."""
+    tail: list[int] = field(default_factory=list)
+    """The episode's newest <= n step records: the windows that may grow when the stream writes again."""
+
+
 class ReplayBuffer:
     """Ring replay of single-frame records; ``sample`` returns n-step ``Batch``es (see the module docstring).
 
@@ -154,13 +174,14 @@ class ReplayBuffer:
         self._reward = np.zeros(cap, np.float32)
         self._terminated = np.zeros(cap, np.bool_)
         self._is_step = np.zeros(cap, np.bool_)
+        self._next = np.full(cap, -1, np.int64)
         self._extras = {k: np.zeros(cap, dt) for k, dt in self.extras_dtypes.items()}
         self._valid = np.zeros(cap, np.bool_)
         self._valid_idx: np.ndarray | None = None
         self._ptr = 0  # next record to write
         self._written = 0  # records holding data (<= capacity)
         self._total = 0  # records ever written
-        self._pending: dict[str, np.ndarray] | None = None  # next_obs of an open episode's last step
+        self._streams: dict[str, _OpenStream] = {}  # open per-step episodes by stream name
         self._rng = np.random.default_rng(seed)
 
     # ----------------------------------------------------------------------------------------- inspection
@@ -170,10 +191,15 @@ class ReplayBuffer:
 
     @property
     def arrays(self) -> dict[str, np.ndarray]:
-        """The storage arrays by name (``frames/<key>``, ``action``, ``extras/<key>``, ...), each [C, ...]."""
+        """The storage arrays by name (``frames/<key>``, ``action``, ``next``, ``extras/<key>``, ...), each
+        [C, ...]."""
         out = {f"frames/{k}": v for k, v in self._frames.items()}
         out.update(
-            action=self._action, reward=self._reward, terminated=self._terminated, is_step=self._is_step
+            action=self._action,
+            reward=self._reward,
+            terminated=self._terminated,
+            is_step=self._is_step,
+            next=self._next,
         )
         out.update({f"extras/{k}": v for k, v in self._extras.items()})
         return out
@@ -188,13 +214,22 @@ class ReplayBuffer:
         return self._written
 
     @property
+    def open_streams(self) -> list[str]:
+        """Streams with a per-step episode that has started and not ended."""
+        return list(self._streams)
+
+    @property
     def episode_open(self) -> bool:
-        """True while a per-step episode has started and not ended."""
-        return self._pending is not None
+        """True while any per-step episode has started and not ended."""
+        return bool(self._streams)
 
     def __len__(self) -> int:
         """Number of sampleable transitions (valid start records)."""
         return len(self._valid_indices())
+
+    def stream(self, name: str) -> ReplayStream:
+        """A step-by-step view (``add`` / ``end_episode``) that inserts into stream ``name`` of this buffer."""
+        return ReplayStream(self, name)
 
     # ------------------------------------------------------------------------------------------ insertion
     def add(
@@ -206,48 +241,50 @@ class ReplayBuffer:
         terminated: bool,
         truncated: bool,
         extras: Mapping[str, object] | None = None,
+        stream: str = DEFAULT_STREAM,
     ) -> None:
-        """Insert one step as an actor produces it.
+        """Insert one step as an actor produces it, into ``stream`` (one per concurrent actor).
 
-        While an episode is open (no ``terminated``/``truncated`` yet), ``obs`` must equal the previous
-        ``next_obs``; call ``end_episode`` to abandon an episode.
+        While the stream's episode is open (no ``terminated``/``truncated`` yet), ``obs`` must equal its
+        previous ``next_obs``; call ``end_episode(stream)`` to abandon an episode.
         """
-        check_observation(obs, self.observation_space, "ReplayBuffer.add obs")
-        check_observation(next_obs, self.observation_space, "ReplayBuffer.add next_obs")
+        where = f"ReplayBuffer.add (stream {stream!r})"
+        check_observation(obs, self.observation_space, f"{where} obs")
+        check_observation(next_obs, self.observation_space, f"{where} next_obs")
         act = np.asarray(action, dtype=np.float32)
         if act.shape != (self.action_dim,) or not np.all(np.isfinite(act)):
-            raise ValueError(
-                f"ReplayBuffer.add action: expected finite [{self.action_dim}], got {act.tolist()}"
-            )
+            raise ValueError(f"{where} action: expected finite [{self.action_dim}], got {act.tolist()}")
         if not np.isfinite(reward):
-            raise ValueError(f"ReplayBuffer.add reward: must be finite, got {reward}")
-        ex = self._check_step_extras(extras)
-        if self._pending is not None and not all(np.array_equal(obs[k], v) for k, v in self._pending.items()):
+            raise ValueError(f"{where} reward: must be finite, got {reward}")
+        ex = self._check_step_extras(extras, where)
+        open_ = self._streams.get(stream)
+        if open_ is not None and not all(np.array_equal(obs[k], v) for k, v in open_.pending.items()):
             raise ValueError(
-                "ReplayBuffer.add: obs differs from the previous next_obs of the open episode; end that one "
+                f"{where}: obs differs from the previous next_obs of the open episode; end that one "
                 "with terminated/truncated=True or call end_episode() before starting a new one"
             )
         done = bool(terminated) or bool(truncated)
         keys = self._frames
         frames = {k: np.stack([obs[k], next_obs[k]]) if done else np.asarray(obs[k])[None] for k in keys}
         ex_rows = {k: np.asarray([v]) for k, v in ex.items()}
-        self._insert_steps(frames, act[None], np.asarray([reward]), bool(terminated), ex_rows, closed=done)
-        self._pending = None if done else {k: np.array(next_obs[k], copy=True) for k in keys}
+        self._insert_steps(frames, act[None], np.asarray([reward]), bool(terminated), ex_rows, done, stream)
+        if not done:
+            self._streams[stream].pending = {k: np.array(next_obs[k], copy=True) for k in keys}
 
-    def end_episode(self) -> bool:
-        """Close an open per-step episode as truncated (its last next_obs is bootstrapped); False if none."""
-        if self._pending is None:
+    def end_episode(self, stream: str = DEFAULT_STREAM) -> bool:
+        """Close ``stream``'s open per-step episode as truncated (its last next_obs is bootstrapped); False if
+        none is open."""
+        open_ = self._streams.get(stream)
+        if open_ is None:
             return False
-        frames = {k: v[None] for k, v in self._pending.items()}
+        frames = {k: v[None] for k, v in open_.pending.items()}
         no_extras = {k: np.zeros(0, dt) for k, dt in self.extras_dtypes.items()}
-        self._insert_steps(frames, np.zeros((0, self.action_dim)), np.zeros(0), False, no_extras, closed=True)
-        self._pending = None
+        empty = np.zeros((0, self.action_dim))
+        self._insert_steps(frames, empty, np.zeros(0), False, no_extras, closed=True, stream=stream)
         return True
 
     def add_episode(self, episode: Episode) -> None:
         """Insert a whole episode (demos, uploads). Neither terminated nor truncated = cut: bootstrapped."""
-        if self._pending is not None:
-            raise ValueError("ReplayBuffer.add_episode: a per-step episode is open; call end_episode() first")
         check_episode(episode, self.observation_space, self.action_dim, "ReplayBuffer.add_episode")
         if len(episode) == 0:
             return
@@ -269,11 +306,13 @@ class ReplayBuffer:
         terminated: bool,
         extras: Mapping[str, np.ndarray],
         closed: bool,
+        stream: str | None = None,
     ) -> None:
         """T steps -> records: frames [T + closed, ...], actions [T, A], rewards / extras [T].
 
         ``closed``: the last frame is the episode's final observation (a no-step record); ``terminated``: the
-        last step reached a terminal state.
+        last step reached a terminal state. ``stream``: the records continue that stream's open episode (and
+        leave it open unless ``closed``); None for a whole episode.
         """
         t, k = len(actions), len(actions) + int(closed)
         pad = lambda x, dt: np.concatenate([np.asarray(x, dt), np.zeros((k - t, *np.shape(x)[1:]), dt)])  # noqa: E731
@@ -286,20 +325,21 @@ class ReplayBuffer:
             term,
             np.arange(k) < t,
             {key: pad(v, self.extras_dtypes[key]) for key, v in extras.items()},
+            stream,
         )
 
-    def _check_step_extras(self, extras: Mapping[str, object] | None) -> dict[str, object]:
+    def _check_step_extras(self, extras: Mapping[str, object] | None, where: str) -> dict[str, object]:
         extras = dict(extras or {})
         missing, unknown = set(self.extras_dtypes) - set(extras), set(extras) - set(self.extras_dtypes)
         if missing or unknown:
             raise ValueError(
-                f"ReplayBuffer.add extras: missing {sorted(missing)}, unknown {sorted(unknown)} "
+                f"{where} extras: missing {sorted(missing)}, unknown {sorted(unknown)} "
                 f"(declared extras_keys: {sorted(self.extras_dtypes)})"
             )
         for k, v in extras.items():
             arr = np.asarray(v)
             if arr.ndim != 0 or (arr.dtype.kind == "f" and not np.isfinite(arr)):
-                raise ValueError(f"ReplayBuffer.add extras[{k!r}]: expected a finite scalar, got {v!r}")
+                raise ValueError(f"{where} extras[{k!r}]: expected a finite scalar, got {v!r}")
         return extras
 
     def _insert(
@@ -310,9 +350,11 @@ class ReplayBuffer:
         terminated: np.ndarray,
         is_step: np.ndarray,
         extras: Mapping[str, np.ndarray],
+        stream: str | None,
     ) -> None:
-        """Write K consecutive records at the write index (the only writer). Shapes: frames [K, ...],
-        action [K, A], reward / terminated / is_step / extras [K]."""
+        """Write K consecutive records at the write index (the only writer), linked to each other and, for a
+        stream, to its open episode's newest step. Shapes: frames [K, ...], action [K, A], reward / terminated /
+        is_step / extras [K]."""
         cap, k = self.capacity, len(is_step)
         skip = max(0, k - cap)  # more records than the ring holds: only the last `cap` survive
         idx = (self._ptr + np.arange(skip, k)) % cap
@@ -324,41 +366,60 @@ class ReplayBuffer:
         self._is_step[idx] = is_step[skip:]
         for key, store in self._extras.items():
             store[idx] = extras[key][skip:]
-        old_ptr = self._ptr
+        self._next[idx[:-1]] = idx[1:]
+        self._next[idx[-1]] = -1
         self._ptr = (self._ptr + k) % cap
         self._written = min(self._written + k, cap)
         self._total += k
-        n = self.config.n_step
-        self._refresh_valid((old_ptr - n + np.arange(min(k + n, cap))) % cap)
+
+        refresh = [idx]
+        open_ = self._streams.pop(stream, None) if stream is not None else None
+        if open_ is not None and skip == 0 and self._total - open_.last_serial <= cap:  # its newest step survives
+            self._next[open_.last] = idx[0]
+            refresh.insert(0, np.asarray(open_.tail, np.int64))
+            tail = open_.tail
+        else:  # a new episode, or one whose earlier records the ring has overwritten
+            tail = []
+        if stream is not None and is_step[-1]:  # the stream's episode stays open
+            n = self.config.n_step
+            steps = [int(i) for i in idx]
+            self._streams[stream] = _OpenStream({}, steps[-1], self._total - 1, (tail + steps)[-n:])
+        self._refresh_valid(np.concatenate(refresh))
 
     # ------------------------------------------------------------------------------------------- sampling
-    def _windows(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """n-step windows from ``starts`` [B] -> n_eff int, return float64, terminal bool, ok bool (each [B]).
+    def _windows(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """n-step windows from ``starts`` [B] -> n_eff int, return float64, terminal bool, ok bool, bootstrap
+        record int (each [B]).
 
-        The window stops after n steps, at a terminal step, before the episode's final record (truncation),
-        or before a step taken by the other actor (policy vs human, the ``intervention`` extra).
-        ``ok`` is False when the window plus its next frame would cross the write index (stale or unwritten).
+        The window follows ``next`` for up to n steps, stopping at a terminal step, before the episode's final
+        record (truncation), or before a step taken by the other actor (policy vs human, the ``intervention``
+        extra). ``ok`` is False unless ``starts`` is a step whose window and next frame are all written.
         """
-        cap, n, gamma = self.capacity, self.config.n_step, self.config.gamma
+        n, gamma = self.config.n_step, self.config.gamma
         n_eff = np.zeros(len(starts), np.int64)
         ret = np.zeros(len(starts), np.float64)
         terminal = np.zeros(len(starts), np.bool_)
         alive = self._is_step[starts].copy()
+        complete = alive.copy()
+        s, last = starts.copy(), starts.copy()
         actor = self._extras.get(INTERVENTION)
         for k in range(n):
-            s = (starts + k) % cap
             ret += np.where(alive, gamma**k * self._reward[s], 0.0)
             n_eff += alive
             terminal |= alive & self._terminated[s]
-            alive &= ~self._terminated[s] & self._is_step[(s + 1) % cap]
+            last = np.where(alive, s, last)
+            nxt = self._next[s]
+            written = nxt >= 0
+            complete &= ~alive | written
+            nxt = np.where(written, nxt, s)
+            alive &= ~self._terminated[s] & written & self._is_step[nxt]
             if actor is not None:  # never across a takeover or hand-back: see the module notes
-                alive &= actor[(s + 1) % cap] == actor[starts]
-        dist = (self._ptr - starts) % cap  # offset of the write index from the start
-        return n_eff, ret, terminal, ~((dist >= 1) & (dist <= n_eff))
+                alive &= actor[nxt] == actor[starts]
+            s = np.where(alive, nxt, s)
+        return n_eff, ret, terminal, complete, self._next[last]
 
     def _refresh_valid(self, starts: np.ndarray) -> None:
-        _, _, _, ok = self._windows(starts)
-        self._valid[starts] = self._is_step[starts] & ok
+        self._valid[starts] = self._windows(starts)[3]
         self._valid_idx = None
 
     def _valid_indices(self) -> np.ndarray:
@@ -376,8 +437,7 @@ class ReplayBuffer:
 
     def gather(self, starts: np.ndarray, device: torch.device | str | None = None) -> Batch:
         """The ``Batch`` for the given valid start records ``starts`` [B] (vectorised, no per-sample loop)."""
-        n_eff, ret, terminal, _ = self._windows(starts)
-        nxt = (starts + n_eff) % self.capacity
+        n_eff, ret, terminal, _, nxt = self._windows(starts)
         discount = np.where(terminal, 0.0, self.config.gamma**n_eff).astype(np.float32)
         batch = Batch(
             obs={k: torch.from_numpy(v[starts]) for k, v in self._frames.items()},
@@ -388,6 +448,39 @@ class ReplayBuffer:
             extras={k: torch.from_numpy(v[starts]) for k, v in self._extras.items()},
         )
         return batch if device is None else batch.to(device)
+
+    def episodes(self) -> list[Episode]:
+        """The ring's contents as episodes in write order: each chain of ``next`` links from a step record no
+        record links to (an episode whose start the ring overwrote starts at its oldest surviving step). An
+        open episode ends at its stream's pending observation, as cut (neither terminated nor truncated)."""
+        cap = self.capacity
+        order = np.arange(self._written) if self._written < cap else (self._ptr + np.arange(cap)) % cap
+        linked = np.zeros(cap, np.bool_)
+        links = self._next[order]
+        linked[links[links >= 0]] = True
+        pending = {o.last: o.pending for o in self._streams.values()}
+        out: list[Episode] = []
+        for head in order[self._is_step[order] & ~linked[order]]:
+            steps = [int(head)]
+            while self._next[steps[-1]] >= 0 and self._is_step[self._next[steps[-1]]]:
+                steps.append(int(self._next[steps[-1]]))
+            end = int(self._next[steps[-1]])
+            if end < 0 and steps[-1] not in pending:
+                continue  # unreachable: a step without a successor is an open stream's newest step
+            idx = np.asarray(steps)
+            final = {k: v[end] for k, v in self._frames.items()} if end >= 0 else pending[steps[-1]]
+            closed, terminated = end >= 0, bool(self._terminated[idx[-1]])
+            out.append(
+                Episode(
+                    observations={k: np.concatenate([v[idx], final[k][None]]) for k, v in self._frames.items()},
+                    actions=self._action[idx].copy(),
+                    rewards=self._reward[idx].copy(),
+                    terminated=closed and terminated,
+                    truncated=closed and not terminated,
+                    infos={k: v[idx].copy() for k, v in self._extras.items()},
+                )
+            )
+        return out
 
     # ------------------------------------------------------------------------------------- checkpointing
     def _meta(self) -> dict[str, object]:
@@ -402,15 +495,19 @@ class ReplayBuffer:
             "ptr": self._ptr,
             "written": self._written,
             "total": self._total,
+            "streams": [
+                {"name": name, "last": o.last, "last_serial": o.last_serial, "tail": o.tail}
+                for name, o in self._streams.items()
+            ],
             "rng_state": self._rng.bit_generator.state,
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write an ``.npz`` checkpoint (records, write index, open episode, RNG state) atomically."""
+        """Write an ``.npz`` checkpoint (records, write index, open episodes, RNG state) atomically."""
         path = Path(path)
         arrays = {k: v[: self._written] for k, v in self.arrays.items()}
-        if self._pending is not None:
-            arrays.update({f"pending/{k}": v for k, v in self._pending.items()})
+        for i, open_ in enumerate(self._streams.values()):
+            arrays.update({f"pending/{i}/{k}": v for k, v in open_.pending.items()})
         arrays["meta"] = np.array(json.dumps(self._meta()))
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
@@ -428,8 +525,10 @@ class ReplayBuffer:
         """
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
+            version = meta.get("format_version")
+            if version not in (1, REPLAY_FORMAT_VERSION):
+                raise ValueError(f"{path}: checkpoint format_version={version!r}, this buffer reads 1 and 2")
             expected = {
-                "format_version": REPLAY_FORMAT_VERSION,
                 "capacity": self.capacity,
                 "action_dim": self.action_dim,
                 "observation_space": self.space_description,
@@ -441,13 +540,69 @@ class ReplayBuffer:
                         f"{path}: checkpoint {key}={meta.get(key)!r} does not match buffer's {want!r}"
                     )
             written = int(meta["written"])
+            self._ptr, self._written, self._total = int(meta["ptr"]), written, int(meta["total"])
             for name, store in self.arrays.items():
-                store[:] = 0
-                store[:written] = z[name]
-            pending = {k[len("pending/") :]: z[k] for k in z.files if k.startswith("pending/")}
-        self._pending = pending or None
-        self._ptr, self._written, self._total = int(meta["ptr"]), written, int(meta["total"])
+                store[:] = -1 if name == "next" else 0
+                if name in z.files:
+                    store[:written] = z[name]
+                elif not (name == "next" and version == 1):  # version 1 had no links: rebuilt below
+                    raise ValueError(f"{path}: checkpoint lacks the {name!r} array")
+            pending = {k: z[k] for k in z.files if k.startswith("pending/")}
+        if version == 1:
+            self._streams = self._contiguous_links(pending)
+        else:
+            self._streams = {
+                s["name"]: _OpenStream(
+                    {k.split("/", 2)[2]: v for k, v in pending.items() if k.split("/", 2)[1] == str(i)},
+                    int(s["last"]),
+                    int(s["last_serial"]),
+                    [int(j) for j in s["tail"]],
+                )
+                for i, s in enumerate(meta["streams"])
+            }
         if restore_rng:
             self._rng.bit_generator.state = meta["rng_state"]
         self._valid[:] = False
         self._refresh_valid(np.arange(self.capacity))
+
+    def _contiguous_links(self, pending: Mapping[str, np.ndarray]) -> dict[str, _OpenStream]:
+        """Version 1 checkpoints stored every episode contiguously, with at most one open episode (its next_obs
+        under ``pending/<key>``): rebuild ``next`` (each step record -> the record written after it) and that
+        episode's stream."""
+        cap, newest = self.capacity, (self._ptr - 1) % self.capacity
+        steps = np.flatnonzero(self._is_step[: self._written])
+        steps = steps[steps != newest]  # the newest record's successor is not written
+        self._next[steps] = (steps + 1) % cap
+        if not pending:
+            return {}
+        tail = []
+        for back in range(1, min(self.config.n_step, self._written) + 1):
+            i = (self._ptr - back) % cap
+            if not self._is_step[i]:
+                break
+            tail.insert(0, i)
+        frames = {k[len("pending/") :]: v for k, v in pending.items()}
+        return {DEFAULT_STREAM: _OpenStream(frames, newest, self._total - 1, tail)}
+
+
+class ReplayStream:
+    """Step-by-step insertion into one stream of a shared ``ReplayBuffer`` (a ``StepBuffer``): one per
+    concurrent actor, so their open episodes stay apart while every step is sampleable as soon as it is in."""
+
+    def __init__(self, replay: ReplayBuffer, name: str) -> None:
+        self.replay, self.name = replay, name
+
+    def add(
+        self,
+        obs: Mapping[str, np.ndarray],
+        action: np.ndarray,
+        reward: float,
+        next_obs: Mapping[str, np.ndarray],
+        terminated: bool,
+        truncated: bool,
+        extras: Mapping[str, object] | None = None,
+    ) -> None:
+        self.replay.add(obs, action, reward, next_obs, terminated, truncated, extras, stream=self.name)
+
+    def end_episode(self) -> bool:
+        return self.replay.end_episode(self.name)

@@ -112,11 +112,6 @@ class LearnerConfig:
     evaluate: bool = True
     """Evaluate on a local copy of the env every ``train.eval_every`` transitions (off for real robots)."""
     max_actors: int = 8
-    replay_part_steps: int = 0
-    """> 0: insert an open episode's transitions into replay every this many received steps (each part stores
-    one extra frame, its next observation), so training sees a step soon after it is taken, as in ``robot-rl
-    train``. 0: whole episodes, when they end. Off by default: it cost memory and did not change sample
-    efficiency on the pick_cube seeds measured (docs/distributed.md)."""
     max_actor_lead: int = 0
     """Simulation: ask actors with ``follow_learner_pace`` to wait while more than this many transitions
     are not yet matched by updates (``max_update_ratio``), so sample efficiency compares with ``robot-rl
@@ -137,8 +132,6 @@ class LearnerConfig:
             raise ValueError(f"LearnerConfig.max_update_ratio must be >= 0, got {self.max_update_ratio}")
         if self.max_actors < 1 or self.segment_mb < 1:
             raise ValueError("LearnerConfig.max_actors and segment_mb must be >= 1")
-        if self.replay_part_steps < 0:
-            raise ValueError(f"LearnerConfig.replay_part_steps must be >= 0, got {self.replay_part_steps}")
 
 
 @dataclass(frozen=True)

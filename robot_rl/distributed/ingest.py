@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 import gymnasium as gym
 
-from robot_rl.distributed.assembler import AssembledEpisode, EpisodeAssembler, EpisodePart
+from robot_rl.distributed.assembler import AssembledEpisode, EpisodeAssembler
 from robot_rl.distributed.codec import RecordData, decode_record
 from robot_rl.distributed.replay_log import ReplayLog
+from robot_rl.teleop.routing import Transition
 
 log = logging.getLogger("robot_rl.distributed")
 
@@ -49,9 +50,10 @@ class PushResult:
 
 
 class Ingestor:
-    """Thread-safe. ``on_episode`` is called (under the ingest lock, in arrival order) for each finished
-    episode, also while ``restore`` replays the log; with ``part_steps`` > 0, ``on_part`` is called for every
-    ``part_steps`` complete transitions of an open episode (``EpisodeAssembler.ready_part``), before its end."""
+    """Thread-safe. Under the ingest lock, in arrival order, and also while ``restore`` replays the log:
+    ``on_step(actor_id, transition, restoring)`` for each transition as soon as it is complete (the record
+    after it arrived), ``on_episode(episode, restoring)`` for each finished episode (after its last
+    transition), and ``on_cut(actor_id)`` when an actor's open episode is cut short (see ``EpisodeAssembler``)."""
 
     def __init__(
         self,
@@ -59,15 +61,14 @@ class Ingestor:
         action_dim: int,
         replay_log: ReplayLog,
         on_episode: Callable[[AssembledEpisode, bool], None],
-        on_part: Callable[[EpisodePart, bool], None] | None = None,
-        part_steps: int = 0,
+        on_step: Callable[[str, Transition, bool], None] | None = None,
+        on_cut: Callable[[str], None] | None = None,
     ) -> None:
         self.space, self.action_dim = space, action_dim
         self.log = replay_log
         self.on_episode = on_episode
-        self.on_part = on_part
-        self.part_steps = part_steps
-        self.assembler = EpisodeAssembler()
+        self.on_step = on_step
+        self.assembler = EpisodeAssembler(on_cut)
         self.actors: dict[str, ActorState] = {}
         self.max_policy_version = 0
         self._lock = threading.Lock()
@@ -77,7 +78,7 @@ class Ingestor:
 
     # ---------------------------------------------------------------------------------------- restore
     def restore(self, skip_corrupt: bool = False) -> int:
-        """Rebuild watermarks, open episodes and (through ``on_episode``) the replay from the log; return the
+        """Rebuild watermarks, open episodes and (through ``on_step``) the replay from the log; return the
         number of records read. Raises ``CorruptChunkError`` unless ``skip_corrupt``."""
         n = 0
         for actor_id, session, raws in self.log.batches(skip_corrupt):
@@ -177,12 +178,12 @@ class Ingestor:
             self.max_policy_version = max(self.max_policy_version, rec.policy_version)
             if not restoring:
                 keep.append(raws[i])
-            done = self.assembler.add(actor_id, rec)
+            ready, done = self.assembler.add(actor_id, rec)
+            if ready is not None and self.on_step is not None:
+                self.on_step(actor_id, ready, restoring)
             if done is not None:
                 state.episodes += 1
                 self.on_episode(done, restoring)
-            elif self.on_part and (part := self.assembler.ready_part(actor_id, self.part_steps)):
-                self.on_part(part, restoring)
         if keep:
             if self._pending and self._pending[-1][:2] == (actor_id, state.session):
                 self._pending[-1][2].extend(keep)
@@ -208,7 +209,7 @@ class Ingestor:
             return sum(len(r) for _, _, r in batches)
 
     def open_steps(self) -> int:
-        """Steps received in episodes that have not ended yet and not handed out as parts, over all actors."""
+        """Steps received whose transitions are not complete yet (one per open episode), over all actors."""
         with self._lock:
             return sum(self.assembler.open_steps(a) for a in self.actors)
 

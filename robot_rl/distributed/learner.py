@@ -28,7 +28,7 @@ from robot_rl.data.demos import _atomic_write, load_demos
 from robot_rl.data.episode import Episode
 from robot_rl.data.replay import ReplayBuffer, describe_space
 from robot_rl.data.sampler import MixedSampler
-from robot_rl.distributed.assembler import AssembledEpisode, EpisodePart
+from robot_rl.distributed.assembler import AssembledEpisode
 from robot_rl.distributed.codec import dump_weights
 from robot_rl.distributed.config import LearnerConfig
 from robot_rl.distributed.ingest import Ingestor
@@ -36,8 +36,8 @@ from robot_rl.distributed.prior import load_prior_episodes
 from robot_rl.distributed.replay_log import ReplayLog
 from robot_rl.distributed.server import LinkServer
 from robot_rl.distributed.spec import classifier_digest, env_spec, make_env
-from robot_rl.teleop.hil import RLIF_PENALTY, prepare_demo, routing
-from robot_rl.teleop.routing import rlif_rewards, route_episode
+from robot_rl.teleop.hil import RLIF_PENALTY, make_router, prepare_demo
+from robot_rl.teleop.routing import Transition, TransitionRouter, rlif_rewards
 from robot_rl.training.env_factory import is_robot_rl_task
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, EXTRAS, load_run_config
@@ -63,7 +63,7 @@ def actors_ahead(taken: int, update_calls: int, learning_starts: int, ratio: flo
                  replay_ready: bool) -> bool:
     """Whether paced sim actors must wait: more than ``lead`` of the ``taken`` env steps are not matched by
     ``update()`` calls at ``ratio`` per step. Never before learning starts, nor while the replay holds no
-    finished episode (updates need one, and the actors must finish it). ``lead`` or ``ratio`` 0: never."""
+    sampleable transition (updates need one, and the actors must send it). ``lead`` or ``ratio`` 0: never."""
     if lead <= 0 or ratio <= 0 or taken < learning_starts or not replay_ready:
         return False
     return taken - learning_starts + 1 - update_calls / ratio > lead
@@ -123,8 +123,8 @@ class Learner:
             atomic_write_text(path / DISTRIBUTED_FILE, json.dumps(doc, indent=2))
         meta = {"observation_space": describe_space(space), "action_dim": int(action_dim), "spec": self.spec}
         self.replay_log = ReplayLog(path / "replay_log", meta, segment_bytes=cfg.segment_mb * 2**20)
-        self.ingestor = Ingestor(space, action_dim, self.replay_log, self._on_episode, self._on_part,
-                                 cfg.replay_part_steps)
+        self._routers: dict[str, TransitionRouter] = {}  # per actor: its replay streams, RLIF labels
+        self.ingestor = Ingestor(space, action_dim, self.replay_log, self._on_episode, self._on_step, self._on_cut)
         if self.resuming:
             self._load_checkpoint()
             n = self.ingestor.restore(cfg.skip_corrupt_chunks)
@@ -157,44 +157,56 @@ class Learner:
         self._next_eval = (self.env_steps // t.eval_every + 1) * t.eval_every
 
     # --------------------------------------------------------------------------------------------- data
-    def _on_part(self, part: EpisodePart, restoring: bool) -> None:
-        """Ingest threads (or ``restore``): complete transitions of an open episode -> replay (RLIF rewards
-        from the flags, looking one step past the part)."""
-        episode = part.episode
-        if self.train.intervention_mode == "rlif":
-            flags = np.append(episode.infos.get("intervention", np.zeros(len(episode), bool)), part.next_intervention)
-            episode = dataclasses.replace(episode, rewards=rlif_rewards(flags, RLIF_PENALTY)[:-1])
+    def _router(self, actor_id: str) -> TransitionRouter:
+        """``robot-rl train``'s router for one actor, over that actor's streams of the online and demo replay."""
+        router = self._routers.get(actor_id)
+        if router is None:
+            online, demo = self.replay.stream(actor_id), self.demo_replay.stream(actor_id)
+            router = self._routers[actor_id] = make_router(self.train, online, demo)
+        return router
+
+    def _on_step(self, actor_id: str, step: Transition, restoring: bool) -> None:
+        """Ingest threads (or ``restore``): a complete transition -> the actor's replay streams at once, routed
+        by the rules of ``robot-rl train`` (intervention segments also to the demo buffer, RLIF rewards). The
+        replay log keeps what the actor sent, so a restart inserts and routes again the same way."""
+        extras = {
+            "intervention": bool(step.extras.get("intervention", 0.0)),
+            "grasp_penalty": float(step.extras.get("grasp_penalty", 0.0)),
+        }
         with self._replay_lock:
-            self.replay.add_episode(_with_extras(episode))
-        self.env_steps += len(episode)
+            self._router(actor_id).add(step.obs, step.action, step.reward, step.next_obs, step.terminated,
+                                       step.truncated, extras)
+        self.env_steps += 1
+
+    def _on_cut(self, actor_id: str) -> None:
+        """An actor's open episode was cut short (gap, new session): close its streams, bootstrapped."""
+        with self._replay_lock:
+            self._router(actor_id).flush()
+            self.replay.end_episode(actor_id)
 
     def _on_episode(self, done: AssembledEpisode, restoring: bool) -> None:
-        """Ingest threads (or ``restore``): a finished episode -> replay (the steps not already inserted as
-        parts; its intervention segments also to the demo buffer; RLIF rewards) + counters + metrics. The replay
-        log keeps what the actor sent, so a restart inserts and routes again under the same rules."""
-        episode, segments = route_episode(done.episode, **routing(self.train))
-        rest = episode.tail(done.handed_out)
-        with self._replay_lock:
-            self.replay.add_episode(_with_extras(rest))
-            for segment in segments:
-                self.demo_replay.add_episode(_with_extras(segment))
-        self.env_steps += len(rest)
+        """Ingest threads (or ``restore``): a finished episode (its transitions are in already) -> counters and
+        metrics."""
         self.episodes += 1
-        if not restoring:
-            lag = self.weights_version - float(done.policy_versions.mean())
-            self._events.append(
-                (
-                    self.env_steps,
-                    {
-                        "return": float(episode.rewards.sum()),
-                        "length": len(episode),
-                        "success": float(episode.success),
-                        "interventions": float(episode.infos.get("intervention", np.zeros(1)).sum()),
-                        "intervention_rate": float(np.mean(episode.infos.get("intervention", np.zeros(1)))),
-                        "policy_lag": lag,
-                    },
-                )
+        if restoring:
+            return
+        episode = done.episode
+        flags = episode.infos.get("intervention", np.zeros(len(episode), np.bool_))
+        rewards = rlif_rewards(flags, RLIF_PENALTY) if self.train.intervention_mode == "rlif" else episode.rewards
+        lag = self.weights_version - float(done.policy_versions.mean())
+        self._events.append(
+            (
+                self.env_steps,
+                {
+                    "return": float(rewards.sum()),
+                    "length": len(episode),
+                    "success": float(episode.success),
+                    "interventions": float(np.sum(flags)),
+                    "intervention_rate": float(np.mean(flags)) if len(flags) else 0.0,
+                    "policy_lag": lag,
+                },
             )
+        )
 
     def _load_demos(self) -> None:
         t, cfg = self.train, self.config
@@ -255,8 +267,9 @@ class Learner:
         self._published_updates = self.updates
 
     def _steps_taken(self) -> int:
-        """Env steps the actors took, as far as received: finished episodes plus the open ones' steps. Updates
-        are matched against these, as ``robot-rl train`` updates after every step of an open episode too."""
+        """Env steps the actors took, as far as received: the transitions in replay plus each open episode's
+        newest step (complete once the next record brings its next observation). Updates are matched against
+        these, as ``robot-rl train`` updates after every step."""
         return self.env_steps + self.ingestor.open_steps()
 
     def _may_update(self, taken: int) -> bool:

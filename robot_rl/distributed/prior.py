@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.episode import Episode
-from robot_rl.data.replay import describe_space
+from robot_rl.data.replay import ReplayBuffer, ReplayConfig, describe_space
 from robot_rl.distributed.assembler import EpisodeAssembler
 from robot_rl.distributed.codec import decode_record
 from robot_rl.distributed.replay_log import ReplayLog
@@ -29,7 +29,7 @@ def load_prior_episodes(
         assembler, episodes = EpisodeAssembler(), []
         for actor_id, session, raws in replay_log.batches(skip_corrupt):
             for raw in raws:
-                done = assembler.add(f"{actor_id}/{session}", decode_record(raw, space, action_dim))
+                _, done = assembler.add(f"{actor_id}/{session}", decode_record(raw, space, action_dim))
                 if done is not None:
                     episodes.append(done.episode)
         return episodes
@@ -40,41 +40,12 @@ def load_prior_episodes(
 
 
 def episodes_from_replay_npz(path: Path, space: gym.spaces.Dict, action_dim: int) -> list[Episode]:
-    """Split a ``ReplayBuffer.save`` file back into episodes, oldest first (an episode whose start was
-    overwritten in the ring starts at its oldest surviving step)."""
+    """The episodes of a ``ReplayBuffer.save`` file, oldest first (``ReplayBuffer.episodes``)."""
     with np.load(path, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
-        if meta["observation_space"] != describe_space(space) or meta["action_dim"] != action_dim:
-            raise ValueError(f"{path}: observation space / action dim differ from this run's")
-        written, ptr, cap = int(meta["written"]), int(meta["ptr"]), int(meta["capacity"])
-        order = np.arange(written) if written < cap else (ptr + np.arange(cap)) % cap
-        frames = {k: z[f"frames/{k}"] for k in space.spaces}
-        pending = {k[len("pending/") :]: z[k] for k in z.files if k.startswith("pending/")}
-        is_step, action, reward, terminated = z["is_step"], z["action"], z["reward"], z["terminated"]
-        extras = {k[len("extras/") :]: z[k] for k in z.files if k.startswith("extras/")}
-    episodes: list[Episode] = []
-
-    def build(steps: list[int], final: dict[str, np.ndarray]) -> None:
-        if steps:
-            idx = np.asarray(steps)
-            episodes.append(
-                Episode(
-                    observations={k: np.concatenate([v[idx], final[k][None]]) for k, v in frames.items()},
-                    actions=action[idx],
-                    rewards=reward[idx],
-                    terminated=bool(terminated[idx[-1]]),
-                    truncated=not bool(terminated[idx[-1]]),
-                    infos={k: v[idx] for k, v in extras.items()},
-                )
-            )
-
-    steps: list[int] = []
-    for i in order:
-        if is_step[i]:
-            steps.append(int(i))
-        else:
-            build(steps, {k: v[i] for k, v in frames.items()})
-            steps = []
-    if steps and pending:
-        build(steps, pending)
-    return episodes
+    if meta["observation_space"] != describe_space(space) or meta["action_dim"] != action_dim:
+        raise ValueError(f"{path}: observation space / action dim differ from this run's")
+    config = ReplayConfig(capacity=int(meta["capacity"]), n_step=int(meta["n_step"]), gamma=float(meta["gamma"]))
+    replay = ReplayBuffer(space, action_dim, config, extras_keys=meta["extras"])
+    replay.load(path)
+    return replay.episodes()

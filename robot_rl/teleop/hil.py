@@ -74,7 +74,7 @@ def teleop_device(env: gym.Env) -> Teleoperator | None:
 
 
 def routing(cfg: Any) -> dict[str, Any]:
-    """``TransitionRouter`` / ``route_episode`` keyword arguments from a ``TrainConfig``. Interventions may
+    """``TransitionRouter`` keyword arguments from a ``TrainConfig``. Interventions may
     also come from the backend (the ROS bridge's mux) without a device here, so only the flag decides."""
     return {
         "interventions_to_demo": cfg.interventions_to_demos,

@@ -8,7 +8,8 @@ final only once the next step is known); ``rlif_rewards`` is the same rule over 
 HIL-SERL: every transition goes to the online buffer and intervention transitions *also* to the demo
 buffer (``TransitionRouter``). In the demo buffer each intervention segment is its own short episode: it
 ends (truncated, bootstrapped) at the hand-back, or with the episode's own terminated / truncated flag.
-The ROS 2 actor node can use both classes as they are (they only need ``add`` / ``end_episode`` buffers).
+Both classes only need ``add`` / ``end_episode`` buffers: ``robot-rl train`` routes into its replays, the
+learner runs one router per actor over that actor's replay streams (``ReplayBuffer.stream``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-
-from robot_rl.data.episode import Episode
 
 
 class StepBuffer(Protocol):
@@ -145,37 +144,3 @@ class TransitionRouter:
         if self.demo is not None and self._demo_open:
             self.demo.end_episode()
             self._demo_open = False
-
-
-def intervention_segments(episode: Episode) -> list[Episode]:
-    """Each maximal run of intervention steps of ``episode`` as its own episode, as ``TransitionRouter`` puts
-    them in the demo buffer: a segment that reaches the episode's end keeps its terminated / truncated flags,
-    any other ends truncated (bootstrapped) at the hand-back."""
-    flags = np.asarray(episode.infos.get("intervention", np.zeros(len(episode))), bool)
-    edges = np.flatnonzero(np.diff(np.concatenate([[False], flags, [False]]).astype(np.int8)))
-    segments = []
-    for start, stop in zip(edges[::2], edges[1::2]):
-        at_end = stop == len(episode)
-        segments.append(
-            Episode(
-                observations={k: v[start : stop + 1] for k, v in episode.observations.items()},
-                actions=episode.actions[start:stop],
-                rewards=episode.rewards[start:stop],
-                terminated=episode.terminated and at_end,
-                truncated=episode.truncated if at_end else True,
-                infos={k: v[start:stop] for k, v in episode.infos.items()},
-            )
-        )
-    return segments
-
-
-def route_episode(
-    episode: Episode, interventions_to_demo: bool = True, rlif_penalty: float | None = None
-) -> tuple[Episode, list[Episode]]:
-    """Whole-episode ``TransitionRouter`` (the learner receives episodes from its actors): the episode for the
-    online buffer (RLIF rewards when ``rlif_penalty`` is given) and its intervention segments for the demo
-    buffer (none unless ``interventions_to_demo``)."""
-    if rlif_penalty is not None:
-        flags = episode.infos.get("intervention", np.zeros(len(episode), bool))
-        episode = dataclasses.replace(episode, rewards=rlif_rewards(flags, rlif_penalty))
-    return episode, intervention_segments(episode) if interventions_to_demo else []

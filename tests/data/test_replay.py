@@ -157,8 +157,61 @@ def test_open_episode_must_continue() -> None:
     buf.add(obs_of(0, 0), np.zeros(A), 0.0, obs_of(0, 1), False, False, NO_EXTRAS)
     with pytest.raises(ValueError, match="end_episode"):
         buf.add(obs_of(1, 0), np.zeros(A), 0.0, obs_of(1, 1), False, False, NO_EXTRAS)
-    with pytest.raises(ValueError, match="end_episode"):
-        buf.add_episode(make_episode(1, [1.0], True))
+    assert buf.num_records == 1
+
+
+def test_streams_interleave_without_mixing_episodes() -> None:
+    """Three actors' episodes arrive step by step, interleaved, beside whole demo episodes: the transitions
+    are exactly those of the same episodes inserted one after another, and each is sampleable as soon as its
+    n-step window is in."""
+    eps = [
+        make_episode(0, [1, 2, 3, 4, 5], terminated=True, intervention=[False, True, True, False, False]),
+        make_episode(1, [6, 7, 8], terminated=False, truncated=True),
+        make_episode(2, [9, 10, 11, 12], terminated=True),
+    ]
+    sequential = make_buffer(n_step=3, gamma=0.5)
+    for i, e in enumerate(eps):
+        add_steps(sequential, e, i)
+    interleaved = make_buffer(n_step=3, gamma=0.5)
+    streams = [interleaved.stream(f"actor-{i}") for i in range(3)]
+    cursor = [0, 0, 0]
+    order = [0, 1, 2, 2, 0, 1, 1, 2, 0, 0, 2, 0]  # 5 + 3 + 4 steps
+    for n, i in enumerate(order):
+        t, e = cursor[i], eps[i]
+        last = t == len(e) - 1
+        streams[i].add(obs_of(i, t), e.actions[t], float(e.rewards[t]), obs_of(i, t + 1), last and e.terminated,
+                       last and e.truncated, {k: e.infos[k][t] for k in EXTRAS})
+        cursor[i] += 1
+        if i == 2 and t == 1:  # a whole episode in between, while all three are open
+            assert interleaved.open_streams == ["actor-0", "actor-1", "actor-2"]
+            interleaved.add_episode(make_episode(7, [0.5, 0.5], terminated=True))
+            sequential.add_episode(make_episode(7, [0.5, 0.5], terminated=True))
+        if n == 4:  # actor 0's step 1 is in, so is the takeover frame that ends step 0's window
+            s, _, _ = all_transitions(interleaved)
+            assert {(int(ep), int(t)) for ep, t in s[:, :2]} == {(7, 0), (7, 1), (0, 0)}
+    assert not interleaved.episode_open
+
+    def rows(buf: ReplayBuffer) -> list[tuple]:
+        s, ns, batch = all_transitions(buf)
+        return sorted(zip(map(tuple, s.tolist()), map(tuple, ns.tolist()), batch.reward.tolist(),
+                          batch.discount.tolist(), batch.action.numpy().round(6).tolist().__iter__()))
+
+    assert len(interleaved) == len(sequential) == 14
+    assert rows(interleaved) == rows(sequential)
+    _, ns, batch = all_transitions(interleaved)
+    np.testing.assert_array_equal(batch.next_obs["images/wrist"][:, 0, 0, 0].numpy(), ns[:, 1])
+
+
+def test_a_stream_ends_by_itself() -> None:
+    buf = make_buffer(n_step=2)
+    a, b = buf.stream("a"), buf.stream("b")
+    a.add(obs_of(0, 0), np.zeros(A), 1.0, obs_of(0, 1), False, False, NO_EXTRAS)
+    b.add(obs_of(1, 0), np.zeros(A), 2.0, obs_of(1, 1), False, False, NO_EXTRAS)
+    assert a.end_episode() and not a.end_episode() and buf.open_streams == ["b"]
+    s, ns, batch = all_transitions(buf)
+    np.testing.assert_array_equal(s[:, :2], [[0, 0]])  # b's step waits for its window
+    np.testing.assert_array_equal(ns[:, :2], [[0, 1]])
+    np.testing.assert_allclose(batch.discount.numpy(), [0.5])  # truncated: bootstrapped after 1 step
 
 
 Record = tuple[int, int, bool, bool]  # (episode, t, is_step, terminated)
@@ -215,6 +268,70 @@ def test_wrap_around_with_open_long_episode() -> None:
     order = np.argsort(s[:, 1])
     np.testing.assert_array_equal(s[order, 1], [12, 13, 14, 15, 16, 17])
     np.testing.assert_array_equal(ns[order, 1], s[order, 1] + 2)
+
+
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_wrap_around_with_interleaved_streams(n_step: int) -> None:
+    """Random interleavings of three streams and whole episodes in a small ring: exactly the starts whose
+    window is written and still in the ring are valid, and no window crosses into another episode."""
+    capacity = 13
+    buf = make_buffer(capacity=capacity, n_step=n_step, gamma=0.9)
+    rng = np.random.default_rng(2)
+    serial: dict[tuple[int, int], int] = {}  # (episode, t) -> write serial of its record
+    ends: dict[int, tuple[int, bool]] = {}  # episode -> (length, terminated), once closed
+    total = 0
+    open_eps: dict[int, tuple[Episode, int]] = {}  # stream -> (episode, next t)
+    next_ep = 0
+    for _ in range(300):
+        stream = int(rng.integers(4))
+        if stream == 3:  # a whole episode
+            length, term = int(rng.integers(1, 6)), bool(rng.integers(2))
+            buf.add_episode(make_episode(next_ep, list(rng.normal(size=length)), term, not term))
+            for t in range(length + 1):
+                serial[(next_ep, t)] = total
+                total += 1
+            ends[next_ep] = (length, term)
+            next_ep += 1
+        else:
+            if stream not in open_eps:
+                length, term = int(rng.integers(1, 12)), bool(rng.integers(2))
+                open_eps[stream] = (make_episode(next_ep, list(rng.normal(size=length)), term, not term), 0)
+                next_ep += 1
+            episode, t = open_eps[stream]
+            ep = int(episode.observations["state"][0, 0])
+            last = t == len(episode) - 1
+            buf.add(obs_of(ep, t), episode.actions[t], float(episode.rewards[t]), obs_of(ep, t + 1),
+                    last and episode.terminated, last and episode.truncated,
+                    {k: episode.infos[k][t] for k in EXTRAS}, stream=f"s{stream}")
+            serial[(ep, t)] = total
+            total += 1
+            if last:
+                serial[(ep, t + 1)] = total
+                total += 1
+                ends[ep] = (len(episode), episode.terminated)
+                del open_eps[stream]
+            else:
+                open_eps[stream] = (episode, t + 1)
+
+        expected = set()
+        for (ep, t), g in serial.items():
+            length, term = ends.get(ep, (None, False))
+            if g < total - capacity or t == length:  # overwritten, or a final record
+                continue
+            k = 1
+            while k < n_step and not (length is not None and (t + k == length)):
+                k += 1
+            if length is not None and t + k > length:
+                k = length - t
+            if term and t + k >= length:
+                k = length - t
+            if (ep, t + k) in serial:  # the window's next frame is written
+                expected.add((ep, t))
+        s, ns, _ = all_transitions(buf)
+        assert {(int(a), int(b)) for a, b in s[:, :2]} == expected
+        assert np.array_equal(s[:, 0], ns[:, 0]), "obs and next_obs from different episodes"
+        n_eff = ns[:, 1] - s[:, 1]
+        assert np.all((n_eff >= 1) & (n_eff <= n_step))
 
 
 def test_sampling_is_deterministic_per_seed() -> None:
@@ -312,6 +429,47 @@ def test_save_load_round_trip(tmp_path) -> None:
 
     with pytest.raises(ValueError, match="capacity"):
         make_buffer(capacity=32).load(path)
+
+
+def test_save_load_keeps_every_open_stream(tmp_path) -> None:
+    buf = make_buffer(capacity=32, n_step=3)
+    a, b = buf.stream("a"), buf.stream("b")
+    for t in range(3):
+        a.add(obs_of(1, t), np.zeros(A), 1.0, obs_of(1, t + 1), False, False, NO_EXTRAS)
+        b.add(obs_of(2, t), np.zeros(A), 2.0, obs_of(2, t + 1), False, False, NO_EXTRAS)
+    other = make_buffer(capacity=32, n_step=3)
+    other.load(buf.save(tmp_path / "replay.npz"))
+    assert other.open_streams == ["a", "b"] and len(other) == len(buf) == 0
+    for replay in (buf, other):  # both go on the same way
+        replay.add(obs_of(1, 3), np.zeros(A), 1.0, obs_of(1, 4), True, False, NO_EXTRAS, stream="a")
+        replay.end_episode("b")
+    assert all_transitions(other)[1].tolist() == all_transitions(buf)[1].tolist()
+    assert len(other) == 7 and not other.episode_open
+
+
+def test_loads_a_version_1_checkpoint(tmp_path) -> None:
+    """Version 1 files (every episode contiguous, no links, one open episode under ``pending/<key>``) load
+    with their links rebuilt, and their open episode goes on."""
+    import json
+
+    buf = make_buffer(capacity=16, n_step=3, seed=3)
+    for ep in range(5):  # wraps the ring
+        buf.add_episode(make_episode(ep, [float(ep)] * 4, terminated=ep % 2 == 0, truncated=ep % 2 == 1))
+    add_steps(buf, make_episode(9, [1.0] * 4, False), ep=9, close=False)
+    with np.load(buf.save(tmp_path / "v2.npz")) as z:
+        files = {k: z[k] for k in z.files if k not in ("next", "meta") and not k.startswith("pending/")}
+        meta = json.loads(str(z["meta"]))
+        pending = {"pending/" + k.split("/", 2)[2]: z[k] for k in z.files if k.startswith("pending/")}
+    meta["format_version"] = 1
+    del meta["streams"]
+    np.savez(tmp_path / "v1.npz", **files, **pending, meta=np.array(json.dumps(meta)))
+    old = make_buffer(capacity=16, n_step=3)
+    old.load(tmp_path / "v1.npz")
+    assert old.open_streams == [""] and len(old) == len(buf)
+    np.testing.assert_array_equal(old.arrays["next"], buf.arrays["next"])
+    for replay in (buf, old):
+        replay.add(obs_of(9, 4), np.zeros(A), 1.0, obs_of(9, 5), True, False, NO_EXTRAS)
+    assert all_transitions(old)[1].tolist() == all_transitions(buf)[1].tolist()
 
 
 def test_config_validation() -> None:

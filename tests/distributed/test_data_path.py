@@ -1,6 +1,6 @@
 """The split's data path stores what one process stores: the same steps through ``ActorClient`` -> records ->
 ``Learner`` ingestion give the learner the replay (and demo buffer) that ``robot-rl train``'s step-by-step
-insertion gives, transition for transition, n-step returns and discounts included."""
+insertion gives, transition for transition, n-step returns and discounts included; with several actors too."""
 
 from __future__ import annotations
 
@@ -97,5 +97,46 @@ def test_learner_replay_equals_one_process_replay(tmp_path: Path, n_step: int) -
     assert len(learner.replay) == len(online) > 0
     assert transitions(learner.replay) == transitions(online)
     assert len(learner.demo_replay) == len(demo) > 0  # the takeover segments and the expert episode
+    assert transitions(learner.demo_replay) == transitions(demo)
+    for key, stored in online.arrays.items():  # step by step on both sides: even the record layout is the same
+        np.testing.assert_array_equal(learner.replay.arrays[key], stored, err_msg=key)
+    learner.close()
+
+
+def test_two_actors_interleaved_give_one_process_transitions(tmp_path: Path) -> None:
+    """Two actors' steps arriving interleaved, one push each step: every transition goes into replay as soon
+    as it is complete (the learner's per-actor streams), and the replay holds exactly the transitions of both
+    actors' episodes inserted one process-style, n-step windows included, none crossing between actors."""
+    train = TrainConfig(task="pick_cube", scripted_demos=0, replay=ReplayConfig(n_step=3),
+                        run_dir=tmp_path / "run", progress=False)
+    learner = Learner(LearnerConfig(train=train, evaluate=False), token="t" * 16)
+    space, adim = learner.env.observation_space, learner.env.action_space.shape[0]
+    online = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=0)
+    demo = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=1)
+    router = make_router(train, online, demo)
+    actors = {}
+    for name, seed in (("actor-a", 0), ("actor-b", 1)):
+        steps = pick_cube_steps(seed)
+        for step in steps:
+            router.add(*step)
+        actors[name] = (steps, ActorClient(LinkConfig(), name, learner.spec, "t" * 16))
+        learner.ingestor.hello(name, "session", 1)
+    router.flush()
+
+    inserted = []
+    for i in range(max(len(s) for s, _ in actors.values())):
+        for name, (steps, client) in actors.items():
+            if i >= len(steps):
+                continue
+            obs, action, reward, next_obs, terminated, truncated, extras = steps[i]
+            client.add(obs, action, reward, next_obs, terminated, truncated,
+                       {k: float(v) for k, v in extras.items()}, policy_version=1)
+            learner.ingestor.push(name, "session", client.take_records(), {})
+            inserted.append(learner.env_steps)
+    # each step is in replay once the next record brings its next observation: one behind per open actor
+    assert inserted[3] == 2 and learner.ingestor.open_steps() == 0
+    assert learner.env_steps == sum(len(s) for s, _ in actors.values()) and learner.episodes == 6
+    assert len(learner.replay) == len(online) > 0
+    assert transitions(learner.replay) == transitions(online)
     assert transitions(learner.demo_replay) == transitions(demo)
     learner.close()

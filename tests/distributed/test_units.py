@@ -12,7 +12,7 @@ pytest.importorskip("grpc_tools")
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.sac import SACAgent
-from robot_rl.data.replay import ReplayBuffer, ReplayConfig, describe_space
+from robot_rl.data.replay import ReplayBuffer, describe_space
 from robot_rl.distributed.actor import PolicyHolder
 from robot_rl.distributed.assembler import EpisodeAssembler
 from robot_rl.distributed.client import ActorClient
@@ -109,52 +109,28 @@ def test_spec_names_the_reward_classifier(tmp_path: Path) -> None:
     assert spec_diff(with_a, with_a) == []
 
 
-def test_assembler_builds_episodes_and_drops_broken_ones() -> None:
-    asm = EpisodeAssembler()
+def test_assembler_hands_out_each_transition_then_the_episode() -> None:
+    cuts: list[str] = []
+    asm = EpisodeAssembler(on_cut=cuts.append)
     recs = [decode_record(r, SPACE, ADIM) for r in episode_records(4, 5)]
     out = [asm.add("a", r) for r in recs]
-    done = out[-1]
-    assert done is not None and all(o is None for o in out[:-1])
+    ready = [step for step, _ in out]
+    assert ready[0] is None and all(step is not None for step in ready[1:])  # record k completes step k - 1
+    for k, step in enumerate(ready[1:]):
+        np.testing.assert_array_equal(step.obs["state"], recs[k].obs["state"])
+        np.testing.assert_array_equal(step.next_obs["state"], recs[k + 1].obs["state"])
+        assert step.done == (k == 4) and step.terminated == (k == 4) and not step.truncated
+    done = out[-1][1]
+    assert done is not None and all(d is None for _, d in out[:-1])
     assert len(done.episode) == 5 and done.episode.observations["state"].shape == (6, 4)
     assert done.episode.terminated and done.episode.infos["intervention"].dtype == np.bool_
     assert (done.policy_versions == 3).all()
-    # a gap inside an episode: the open part is dropped, never stitched
-    assert asm.add("b", recs[0]) is None and asm.add("b", recs[2]) is None
-    assert asm.discarded_steps == 2 and asm.open_steps("b") == 0
-
-
-def test_open_episode_parts_add_up_to_the_episode() -> None:
-    """Parts handed out while an episode is open, then its tail, hold exactly the episode's transitions; in
-    replay (1-step) they are the same transitions as the whole episode inserted at its end."""
-    recs = [decode_record(r, SPACE, ADIM) for r in episode_records(4, 7)]
-    plain, parted = EpisodeAssembler(), EpisodeAssembler()
-    parts = []
-    for rec in recs:
-        whole = plain.add("a", rec)
-        done = parted.add("a", rec)
-        if done is None and (part := parted.ready_part("a", 2)) is not None:
-            parts.append(part)
-            assert parted.open_steps("a") == 1  # the step holding the part's next observation
-    assert whole is not None and done is not None
-    assert [len(p.episode) for p in parts] == [2, 2, 2] and done.handed_out == 6
-    assert all(not (p.episode.terminated or p.episode.truncated) for p in parts)
-    assert all(p.next_intervention for p in parts)  # every step of these records is an intervention
-    rest = done.episode.tail(done.handed_out)
-    assert len(rest) == 1 and rest.terminated == whole.episode.terminated
-
-    def transitions(episodes) -> list[tuple]:
-        replay = ReplayBuffer(SPACE, ADIM, ReplayConfig(capacity=64, n_step=1))
-        for ep in episodes:
-            replay.add_episode(ep)
-        batch = replay.gather(np.flatnonzero(replay._valid))
-        return sorted(
-            (tuple(batch.obs["state"][i].tolist()), tuple(batch.next_obs["state"][i].tolist()),
-             float(batch.reward[i]), float(batch.discount[i]))
-            for i in range(len(batch.reward))
-        )
-
-    assert transitions([*(p.episode for p in parts), rest]) == transitions([whole.episode])
-    assert len(transitions([whole.episode])) == 7
+    # A gap inside an episode: the complete transitions stay (the consumer is told to close the episode);
+    # only the newest step, whose next observation never came, is dropped. Nothing is stitched across.
+    assert asm.add("b", recs[0]) == (None, None)
+    assert asm.add("b", recs[1])[0] is not None and asm.open_steps("b") == 1
+    assert asm.add("b", recs[3]) == (None, None)
+    assert cuts == ["b"] and asm.discarded_steps == 2 and asm.open_steps("b") == 0
 
 
 def test_replay_log_round_trip_torn_tail_and_corruption(tmp_path: Path, caplog) -> None:
@@ -189,14 +165,15 @@ def test_replay_log_round_trip_torn_tail_and_corruption(tmp_path: Path, caplog) 
 
 def test_ingestor_dedups_and_acks_only_after_flush(tmp_path: Path) -> None:
     log = ReplayLog(tmp_path / "log", {"observation_space": describe_space(SPACE), "action_dim": ADIM})
-    episodes = []
-    ing = Ingestor(SPACE, ADIM, log, lambda done, restoring: episodes.append(done))
+    episodes, steps = [], []
+    ing = Ingestor(SPACE, ADIM, log, lambda done, restoring: episodes.append(done),
+                   lambda actor, step, restoring: steps.append(step))
     ing.log.open_for_append()
     recs = episode_records(2, 4) + episode_records(3, 4, first_seq=6, episode=1)
     assert ing.hello("a", "s1", 1) == 0
     first = ing.push("a", "s1", recs[:7], {})
     assert (first.acked, first.expected, first.accepted) == (0, 8, 7)  # nothing durable yet
-    assert ing.open_steps() == 2  # the second episode's first two steps, not yet in any replay
+    assert len(steps) == 5 and ing.open_steps() == 1  # 4 + 1 transitions; the newest step waits for its next
     assert ing.flush() == 7 and ing.push("a", "s1", [], {}).acked == 7
     again = ing.push("a", "s1", recs[5:], {})  # resend overlapping what was taken
     assert (again.duplicates, again.accepted, again.expected) == (2, 3, 11)
@@ -204,13 +181,17 @@ def test_ingestor_dedups_and_acks_only_after_flush(tmp_path: Path) -> None:
     assert gap.accepted == 0 and gap.expected == 11
     ing.flush()
     assert len(episodes) == 2 and [len(e.episode) for e in episodes] == [4, 4] and ing.open_steps() == 0
+    assert len(steps) == 8 and [s.done for s in steps].count(True) == 2
     with pytest.raises(KeyError, match="Hello"):
         ing.push("a", "other-session", recs, {})
     # a restart rebuilds the same state from the log alone
     restored = []
-    ing2 = Ingestor(SPACE, ADIM, ReplayLog(tmp_path / "log"), lambda done, r: restored.append((done, r)))
+    restored_steps = []
+    ing2 = Ingestor(SPACE, ADIM, ReplayLog(tmp_path / "log"), lambda done, r: restored.append((done, r)),
+                    lambda actor, step, r: restored_steps.append((step, r)))
     assert ing2.restore() == 10
     assert ing2.hello("a", "s1", 1) == 10 and len(restored) == 2 and all(r for _, r in restored)
+    assert len(restored_steps) == 8 and all(r for _, r in restored_steps)
 
 
 def test_paced_actors_wait_only_when_ahead_of_the_updates() -> None:
@@ -219,7 +200,7 @@ def test_paced_actors_wait_only_when_ahead_of_the_updates() -> None:
     assert not actors_ahead(100, 41, 50, 1.0, 10, True)  # 10 unmatched: within the lead
     assert actors_ahead(100, 22, 50, 2.0, 10, True)  # ratio 2: 22 calls match 11 steps, 40 unmatched
     assert not actors_ahead(100, 22, 50, 0.5, 10, True)  # ratio 0.5: 22 calls match 44 steps, 7 unmatched
-    assert not actors_ahead(100, 0, 50, 1.0, 10, False)  # no finished episode yet: the actors must finish one
+    assert not actors_ahead(100, 0, 50, 1.0, 10, False)  # nothing sampleable yet: the actors must send it
     assert not actors_ahead(40, 0, 50, 1.0, 10, True)  # before learning starts
     assert not actors_ahead(100, 0, 50, 1.0, 0, True) and not actors_ahead(100, 0, 50, 0.0, 10, True)  # off
 

@@ -6,7 +6,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from robot_rl.data.episode import Episode
 from robot_rl.data.replay import ReplayBuffer, ReplayConfig
 from robot_rl.envs.intervention import InterventionConfig, InterventionWrapper
 from robot_rl.teleop.base import Buttons, MockTeleop, TeleopCommand
@@ -15,7 +14,6 @@ from robot_rl.teleop.routing import (
     Transition,
     TransitionRouter,
     rlif_rewards,
-    route_episode,
     takeover_steps,
 )
 
@@ -139,50 +137,6 @@ def test_intervention_segments_go_to_online_and_demo_buffers() -> None:
     online2, demo2 = buffers(env)
     rollout(env, TransitionRouter(online2, demo2, interventions_to_demo=False))
     assert len(online2) == 20 and len(demo2) == 0
-
-
-def record(env: gym.Env) -> tuple[Episode, ReplayBuffer, ReplayBuffer]:
-    """One rollout both as an ``Episode`` (what a learner receives) and through a streaming router."""
-    online, demo = buffers(env)
-    mode = env.config.mode
-    router = TransitionRouter(online, demo, interventions_to_demo=True, rlif_penalty=-1.0 if mode == "rlif" else None)
-    obs, _ = env.reset(seed=0)
-    frames, actions, rewards, flags, done = [obs["state"]], [], [], [], False
-    while not done:
-        obs, reward, terminated, truncated, info = env.step(POLICY)
-        executed = info["intervention_action"] if info["intervention"] else POLICY
-        router.add({"state": frames[-1]}, executed, reward, obs, terminated, truncated,
-                   {"intervention": info["intervention"], "grasp_penalty": 0.0})
-        frames.append(obs["state"])
-        actions.append(executed)
-        rewards.append(reward)
-        flags.append(info["intervention"])
-        done = terminated or truncated
-    infos = {"intervention": np.array(flags), "grasp_penalty": np.zeros(len(flags), np.float32)}
-    episode = Episode({"state": np.stack(frames)}, np.stack(actions).astype(np.float32),
-                      np.array(rewards, np.float32), terminated, truncated, infos)
-    return episode, online, demo
-
-
-@pytest.mark.parametrize(("mode", "human", "terminate_at"), [
-    ("hil", {3, 4, 10, 17, 18, 19}, -1),  # mid-episode segments and one reaching the time limit
-    ("hil", {0, 1, 7}, 8),  # a segment at t=0 and one ending at a terminal step
-    ("rlif", {5, 6, 12, 19}, -1),
-])
-def test_whole_episode_routing_matches_the_streaming_router(mode: str, human: set[int], terminate_at: int) -> None:
-    env = InterventionWrapper(CountEnv(terminate_at=terminate_at), human_at(human), InterventionConfig(mode=mode))
-    episode, online, demo = record(env)
-    online2, demo2 = buffers(env)
-    routed, segments = route_episode(episode, rlif_penalty=-1.0 if mode == "rlif" else None)
-    online2.add_episode(routed)
-    for segment in segments:
-        demo2.add_episode(segment)
-    assert len(segments) == len(takeover_steps(episode.infos["intervention"])) + int(0 in human)
-    for streamed, whole in ((online, online2), (demo, demo2)):
-        assert len(whole) == len(streamed) > 0
-        for key, value in streamed.arrays.items():
-            np.testing.assert_array_equal(whole.arrays[key], value, err_msg=key)
-    assert route_episode(episode, interventions_to_demo=False)[1] == []
 
 
 def test_router_flush_closes_open_segments() -> None:

@@ -30,7 +30,8 @@ from robot_rl.sim import make_env
 from robot_rl.training.record import record_scripted_demos
 
 NS = "/arm"
-BUDGET = 4500  # env steps over ROS (about 8 min at 10 Hz with resets; sim reach: 87% at 4k, 97% at 5k)
+BUDGET = 6000  # env steps over ROS (about 11 min at 10 Hz with resets; sim reach: 87% at 4k, 97% at 5k)
+# 4.5k gave 95% once and 75% in a CI run: the real-time path is not seeded, so the budget keeps a margin.
 EVAL_EPISODES = 20
 EPISODE_STEPS = 40  # the sim reach task's time limit
 TOKEN = "ros-learning-test-token-0123456789"
@@ -51,7 +52,7 @@ def start_learner(run: Path, demos: Path) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 def test_reach_is_learned_over_ros2_with_a_remote_learner(tmp_path: Path, monkeypatch) -> None:
     demos = tmp_path / "demos"
     _, stats = record_scripted_demos(make_env("reach"), "reach", 20, demos, noise_std=0.1, seed=0)
@@ -72,7 +73,7 @@ def test_reach_is_learned_over_ros2_with_a_remote_learner(tmp_path: Path, monkey
                 "actor.learner": "remote", "actor.learner_address": f"127.0.0.1:{port}",
                 "actor.deterministic": False, "actor.actor_id": "ros-arm"})
             # The learner stops the actor once BUDGET transitions arrived, then checkpoints and exits.
-            deadline = time.monotonic() + 700
+            deadline = time.monotonic() + 950
             while learner.poll() is None and time.monotonic() < deadline:
                 time.sleep(1.0)
             assert learner.poll() == 0, (tmp_path / "learner.log").read_text()[-3000:] + procs.logs()[-3000:]
