@@ -66,19 +66,22 @@ def transitions(replay: ReplayBuffer) -> list[tuple]:
     return sorted(rows)
 
 
+def learner_and_one_process(tmp_path: Path, n_step: int) -> tuple[Learner, TrainConfig, ReplayBuffer, ReplayBuffer]:
+    """A learner, and the online / demo buffers ``robot-rl train`` would fill, with the same settings."""
+    train = TrainConfig(task="pick_cube", scripted_demos=0, replay=ReplayConfig(n_step=n_step),
+                        run_dir=tmp_path / "run", progress=False)
+    learner = Learner(LearnerConfig(train=train, evaluate=False), token="t" * 16)
+    space, adim = learner.env.observation_space, learner.env.action_space.shape[0]
+    online = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=0)
+    demo = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=1)
+    return learner, train, online, demo
+
+
 @pytest.mark.parametrize("n_step", [1, 3])
 def test_learner_replay_equals_one_process_replay(tmp_path: Path, n_step: int) -> None:
     steps = pick_cube_steps()
-    train = TrainConfig(task="pick_cube", scripted_demos=0, replay=ReplayConfig(n_step=n_step),
-                        run_dir=tmp_path / "run", progress=False)
-
-    learner = Learner(LearnerConfig(train=train, evaluate=False), token="t" * 16)
-    space, adim = learner.env.observation_space, learner.env.action_space.shape[0]
-
-    # One process: robot-rl train's router, step by step.
-    online = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=0)
-    demo = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=1)
-    router = make_router(train, online, demo)
+    learner, train, online, demo = learner_and_one_process(tmp_path, n_step)
+    router = make_router(train, online, demo)  # one process: robot-rl train's router, step by step
     for step in steps:
         router.add(*step)
     router.flush()
@@ -107,12 +110,7 @@ def test_two_actors_interleaved_give_one_process_transitions(tmp_path: Path) -> 
     """Two actors' steps arriving interleaved, one push each step: every transition goes into replay as soon
     as it is complete (the learner's per-actor streams), and the replay holds exactly the transitions of both
     actors' episodes inserted one process-style, n-step windows included, none crossing between actors."""
-    train = TrainConfig(task="pick_cube", scripted_demos=0, replay=ReplayConfig(n_step=3),
-                        run_dir=tmp_path / "run", progress=False)
-    learner = Learner(LearnerConfig(train=train, evaluate=False), token="t" * 16)
-    space, adim = learner.env.observation_space, learner.env.action_space.shape[0]
-    online = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=0)
-    demo = ReplayBuffer(space, adim, train.replay, extras_keys=EXTRAS, seed=1)
+    learner, train, online, demo = learner_and_one_process(tmp_path, n_step=3)
     router = make_router(train, online, demo)
     actors = {}
     for name, seed in (("actor-a", 0), ("actor-b", 1)):
