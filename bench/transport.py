@@ -40,7 +40,8 @@ def _learner_role(args: argparse.Namespace) -> None:
 
     from robot_rl.agents.config import SACConfig
     from robot_rl.agents.sac import SACAgent
-    from robot_rl.data.replay import ReplayBuffer, ReplayConfig, describe_space
+    from robot_rl.data.replay import ReplayBuffer, ReplayConfig
+    from robot_rl.data.spaces import describe_space
     from robot_rl.distributed.codec import dump_weights
     from robot_rl.distributed.config import LinkConfig
     from robot_rl.distributed.ingest import Ingestor

@@ -28,7 +28,8 @@ import numpy as np
 
 import robot_rl
 from robot_rl.data.episode import Episode
-from robot_rl.data.replay import ReplayBuffer, check_episode, describe_space, space_from_description
+from robot_rl.data.replay import ReplayBuffer
+from robot_rl.data.spaces import check_episode, describe_space, space_from_description
 from robot_rl.envs.contract import ACTION_DIM, ContractSpec
 
 FORMAT_NAME = "robot_rl.demos"

@@ -41,6 +41,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -49,6 +50,7 @@ import torch
 
 from robot_rl.data.batch import Batch
 from robot_rl.data.episode import Episode
+from robot_rl.data.spaces import check_episode, describe_space
 from robot_rl.envs.contract import INFO_KEYS, check_observation
 
 REPLAY_FORMAT_VERSION = 2
@@ -76,55 +78,6 @@ class ReplayConfig:
             raise ValueError(f"ReplayConfig.capacity must be >= n_step + 2, got {self.capacity}")
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"ReplayConfig.gamma must be in [0, 1], got {self.gamma}")
-
-
-def describe_space(space: gym.spaces.Dict) -> dict[str, dict[str, object]]:
-    """``{key: {"shape": [...], "dtype": "uint8"}}``: a JSON-able description of a Dict of Boxes."""
-    out: dict[str, dict[str, object]] = {}
-    for key, sub in space.spaces.items():
-        if not isinstance(sub, gym.spaces.Box):
-            raise ValueError(f"observation space[{key!r}]: only Box sub-spaces are supported, got {sub}")
-        out[key] = {"shape": list(sub.shape), "dtype": np.dtype(sub.dtype).name}
-    return out
-
-
-def space_from_description(desc: Mapping[str, Mapping[str, object]]) -> gym.spaces.Dict:
-    """Inverse of ``describe_space`` (bounds are not kept: uint8 -> [0, 255], floats -> unbounded)."""
-    spaces: dict[str, gym.spaces.Space] = {}
-    for key, d in desc.items():
-        dtype = np.dtype(str(d["dtype"]))
-        shape = tuple(int(s) for s in d["shape"])  # type: ignore[attr-defined]
-        low, high = (0, 255) if dtype == np.uint8 else (-np.inf, np.inf)
-        spaces[key] = gym.spaces.Box(low, high, shape, dtype)
-    return gym.spaces.Dict(spaces)
-
-
-def check_episode(episode: Episode, space: gym.spaces.Dict, action_dim: int, source: str = "episode") -> None:
-    """Raise ``ValueError`` naming ``source`` and the key when ``episode`` breaks ``space``/``action_dim``."""
-    missing, extra = (
-        set(space.spaces) - set(episode.observations),
-        set(episode.observations) - set(space.spaces),
-    )
-    if missing or extra:
-        raise ValueError(
-            f"{source}: observation keys differ (missing {sorted(missing)}, extra {sorted(extra)})"
-        )
-    t = len(episode)
-    for key, sub in space.spaces.items():
-        value = episode.observations[key]
-        if value.shape != (t + 1, *sub.shape) or value.dtype != sub.dtype:
-            raise ValueError(
-                f"{source}: observations[{key!r}] expected {sub.dtype}{[t + 1, *sub.shape]}, "
-                f"got {value.dtype}{list(value.shape)}"
-            )
-        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            raise ValueError(f"{source}: observations[{key!r}] contains NaN or Inf")
-    if episode.actions.shape != (t, action_dim) or not np.all(np.isfinite(episode.actions)):
-        raise ValueError(
-            f"{source}: actions must be finite [{t}, {action_dim}], got {list(episode.actions.shape)}"
-        )
-    if not np.all(np.isfinite(episode.rewards)):
-        raise ValueError(f"{source}: rewards contain NaN or Inf")
 
 
 def _resolve_extras(extras_keys: Mapping[str, npt.DTypeLike] | Sequence[str]) -> dict[str, np.dtype]:
@@ -458,15 +411,15 @@ class ReplayBuffer:
         linked = np.zeros(cap, np.bool_)
         links = self._next[order]
         linked[links[links >= 0]] = True
-        pending = {o.last: o.pending for o in self._streams.values()}
+        # a chain that stops at an unlinked step ends at that stream's pending frame (streams whose newest
+        # record the ring overwrote hold nothing of theirs any more)
+        pending = {o.last: o.pending for o in self._streams.values() if self._total - o.last_serial <= cap}
         out: list[Episode] = []
         for head in order[self._is_step[order] & ~linked[order]]:
             steps = [int(head)]
             while self._next[steps[-1]] >= 0 and self._is_step[self._next[steps[-1]]]:
                 steps.append(int(self._next[steps[-1]]))
             end = int(self._next[steps[-1]])
-            if end < 0 and steps[-1] not in pending:
-                continue  # unreachable: a step without a successor is an open stream's newest step
             idx = np.asarray(steps)
             final = {k: v[end] for k, v in self._frames.items()} if end >= 0 else pending[steps[-1]]
             closed, terminated = end >= 0, bool(self._terminated[idx[-1]])
@@ -592,17 +545,9 @@ class ReplayStream:
     def __init__(self, replay: ReplayBuffer, name: str) -> None:
         self.replay, self.name = replay, name
 
-    def add(
-        self,
-        obs: Mapping[str, np.ndarray],
-        action: np.ndarray,
-        reward: float,
-        next_obs: Mapping[str, np.ndarray],
-        terminated: bool,
-        truncated: bool,
-        extras: Mapping[str, object] | None = None,
-    ) -> None:
-        self.replay.add(obs, action, reward, next_obs, terminated, truncated, extras, stream=self.name)
+    def add(self, *step: Any, **kwargs: Any) -> None:
+        """``ReplayBuffer.add(obs, action, reward, next_obs, terminated, truncated, extras)`` into this stream."""
+        self.replay.add(*step, **kwargs, stream=self.name)
 
     def end_episode(self) -> bool:
         return self.replay.end_episode(self.name)

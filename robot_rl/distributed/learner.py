@@ -26,8 +26,9 @@ import torch
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.demos import _atomic_write, load_demos
 from robot_rl.data.episode import Episode
-from robot_rl.data.replay import ReplayBuffer, describe_space
+from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler
+from robot_rl.data.spaces import describe_space
 from robot_rl.distributed.assembler import AssembledEpisode
 from robot_rl.distributed.codec import dump_weights
 from robot_rl.distributed.config import LearnerConfig

@@ -10,7 +10,8 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.episode import Episode
-from robot_rl.data.replay import ReplayBuffer, ReplayConfig, describe_space
+from robot_rl.data.replay import ReplayBuffer, ReplayConfig
+from robot_rl.data.spaces import describe_space
 from robot_rl.distributed.assembler import EpisodeAssembler
 from robot_rl.distributed.codec import decode_record
 from robot_rl.distributed.replay_log import ReplayLog

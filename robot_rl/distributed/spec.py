@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.data.replay import describe_space
+from robot_rl.data.spaces import describe_space
 from robot_rl.training.env_factory import make_training_env
 
 

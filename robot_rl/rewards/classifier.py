@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from robot_rl.agents.encoders import ObservationEncoder
-from robot_rl.data.replay import describe_space, space_from_description
+from robot_rl.data.spaces import describe_space, space_from_description
 from robot_rl.rewards.config import ClassifierConfig
 
 FORMAT = "robot_rl.reward_classifier"

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from robot_rl.data.augmentation import random_shift
-from robot_rl.data.replay import space_from_description
+from robot_rl.data.spaces import space_from_description
 from robot_rl.rewards.classifier import SuccessClassifier
 from robot_rl.rewards.config import ClassifierConfig
 from robot_rl.rewards.dataset import FrameSet

@@ -12,7 +12,8 @@ pytest.importorskip("grpc_tools")
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.sac import SACAgent
-from robot_rl.data.replay import ReplayBuffer, describe_space
+from robot_rl.data.replay import ReplayBuffer
+from robot_rl.data.spaces import describe_space
 from robot_rl.distributed.actor import PolicyHolder
 from robot_rl.distributed.assembler import EpisodeAssembler
 from robot_rl.distributed.client import ActorClient
