@@ -53,6 +53,9 @@ def main() -> None:
     parser.add_argument("--metric", default=CorrectorConfig.drift_metric, choices=["progress", "direction", "rms"])
     parser.add_argument("--patience", type=int, default=CorrectorConfig.patience_steps)
     parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold, help="action-metric threshold")
+    parser.add_argument("--min-progress", type=float, default=0.3,
+                        help="progress rule: rise of Task.progress needed within --patience steps (a pace: with "
+                             "no task reward a dawdling policy that is never taken over is optimal)")
     parser.add_argument("--takeover-steps", type=int, default=4, help="k (RLIF sim: 4)")
     parser.add_argument("--p-drift", type=float, default=0.95)
     parser.add_argument("--p-random", type=float, default=0.05)
@@ -69,6 +72,7 @@ def main() -> None:
     rows = []
     for seed in args.seeds:
         corrector = CorrectorConfig(drift_metric=args.metric, patience_steps=args.patience, threshold=args.drift,
+                                    min_progress=args.min_progress,
                                     takeover_steps=args.takeover_steps,
                                     p_takeover_on_drift=args.p_drift, p_takeover_random=args.p_random,
                                     expert_noise_std=args.expert_noise, seed=seed)

@@ -30,6 +30,8 @@ class RecordDemosArgs:
 
     task: str = "pick_cube"
     episodes: int = 10
+    """Episodes to keep: the scripted expert retries failed ones (up to 10 attempts per demo); with a teleop
+    device, episodes to record."""
     noise: float = 0.0
     """Std of Gaussian noise on the expert's arm actions (diversity for learning)."""
     out: Path | None = None
@@ -141,13 +143,22 @@ def _record_demos(args: RecordDemosArgs) -> int:
     out = args.out or Path("demos") / f"{args.task}-{args.obs}"
     env = make_training_env(args.task, args.obs, args.image_size)
 
+    kept_count = 0
+
     def show(i: int, episode, kept: bool) -> None:
+        nonlocal kept_count
+        kept_count += kept
         status = "success" if episode.success else "FAILED"
-        print(f"episode {i + 1}/{args.episodes}: {status}, {len(episode)} steps, {'kept' if kept else 'dropped'}")
+        print(f"attempt {i + 1}: {status}, {len(episode)} steps, {'kept' if kept else 'dropped'} "
+              f"({kept_count}/{args.episodes} kept)")
 
     _, stats = record_scripted_demos(env, args.task, args.episodes, out, noise_std=args.noise, seed=args.seed,
                                      keep_failed=args.keep_failed, on_episode=show)
     print(f"recorded {stats.recorded}, succeeded {stats.successes}, kept {stats.kept} -> {out}")
+    if stats.kept < args.episodes:
+        print(f"record-demos: only {stats.kept} of {args.episodes} kept after {stats.recorded} attempts "
+              f"(--noise {args.noise} is too much for this task's expert)", file=sys.stderr)
+        return 1
     return 0
 
 

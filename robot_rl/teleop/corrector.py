@@ -4,12 +4,15 @@ over when the policy is not doing the job, acts for ``takeover_steps`` steps, th
 Each step (one ``propose`` + one ``read``) the expert plans on the live scene, noise-free, so its phase
 machine tracks the episode whoever acts. When is the policy "not doing the job"? ``drift_metric``:
 
-- ``progress`` (default): the task has made no progress for ``patience_steps`` steps. Progress is the sum of
-  the task's shaping terms (pick_cube: reach + grasp + lift, each in [0, 1]) rising by at least
-  ``min_progress`` above its best so far. This is what a person watching sees (the arm wanders, stalls, drops
-  the cube), and it does not depend on how the policy moves: measured on a trained pick_cube policy that
-  succeeds, per-step comparisons with the expert's action flag most steps (RMS over the 6 arm dims above 0.3
-  on 100% of steps, heading more than 73 degrees off on 59%), because the policy takes other, equally good paths.
+- ``progress`` (default): the task has made no progress for ``patience_steps`` steps: its ``Task.progress``
+  (pick_cube: reach + grasp + lift, each in [0, 1], reach linear in the distance) has not risen by
+  ``min_progress`` above its best so far. A small ``min_progress`` catches stalls only; a large one also a
+  policy that dawdles (with no task reward, as in RLIF, a policy that is never taken over has nothing left
+  to learn, so the judge must ask for a pace that finishes within the episode). This is what a person
+  watching sees (the arm wanders, stalls, drops the cube), and it does not depend on how the policy moves:
+  measured on a trained pick_cube policy that succeeds, per-step comparisons with the expert's action flag
+  most steps (RMS over the 6 arm dims above 0.3 on 100% of steps, heading more than 73 degrees off on 59%),
+  because the policy takes other, equally good paths.
 - ``direction``: 1 - cos of the angle between the policy's and the plan's translation (moving while the plan
   holds, or the reverse, counts as 1), above ``threshold`` for ``patience_steps`` consecutive steps.
 - ``rms``: the RMS difference of the 6 arm dims above ``threshold`` for ``patience_steps`` consecutive steps.
@@ -140,7 +143,7 @@ class ScriptedCorrector(Teleoperator):
             expert = make_expert(sim_env)
             expert.reset()
             self._plan_fn = lambda: expert.plan(sim_env.scene)
-            self._progress_fn = lambda: sum(sim_env.task.reward_terms(sim_env.scene).values())
+            self._progress_fn = lambda: sim_env.task.progress(sim_env.scene)
         self._remaining = self._cooldown = self._drifted_run = 0
         self._best = -math.inf
         self._gripper_state = 1

@@ -73,6 +73,12 @@ def teleop_device(env: gym.Env) -> Teleoperator | None:
     return None
 
 
+def without_teleop(env: gym.Env) -> gym.Env:
+    """``env`` below its outermost wrapper when that is an ``InterventionWrapper``: where the scripted expert
+    records demos (a corrector watching the expert would take over from it and mix into the demos)."""
+    return env.env if isinstance(env, InterventionWrapper) else env
+
+
 def routing(cfg: Any) -> dict[str, Any]:
     """``TransitionRouter`` keyword arguments from a ``TrainConfig``. Interventions may
     also come from the backend (the ROS bridge's mux) without a device here, so only the flag decides."""

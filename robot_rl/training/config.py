@@ -32,7 +32,8 @@ class TrainConfig:
     demos: Path | None = None
     """Folder of recorded demos (``robot-rl record-demos``). Without it, ``scripted_demos`` are recorded."""
     scripted_demos: int = 20
-    """Demos recorded with the task's scripted expert when ``demos`` is not given (0: no demos)."""
+    """Successful demos recorded with the task's scripted expert when ``demos`` is not given (0: no demos);
+    failed attempts are retried, up to 10 per demo."""
     demo_noise: float = 0.1
     """Action noise std of the scripted expert when recording demos."""
     total_env_steps: int = 5_000

@@ -25,12 +25,13 @@ from robot_rl.teleop.hil import (
     make_router,
     prepare_demo,
     teleop_device,
+    without_teleop,
     wrap_training_env,
 )
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
-from robot_rl.training.record import record_scripted_demos
+from robot_rl.training.record import demo_shortfall, record_scripted_demos
 from robot_rl.training.run_dir import RunDir
 from robot_rl.utils.config_io import from_jsonable
 
@@ -94,12 +95,11 @@ class Trainer:
             source = str(cfg.demos)
         elif cfg.scripted_demos > 0 and is_robot_rl_task(cfg.task):
             out = self.run_dir.path / "demos"
-            episodes, stats = record_scripted_demos(
-                self.env, cfg.task, cfg.scripted_demos, out, noise_std=cfg.demo_noise, seed=cfg.seed
+            episodes, stats = record_scripted_demos(  # the corrector watches training, not the expert
+                without_teleop(self.env), cfg.task, cfg.scripted_demos, out, noise_std=cfg.demo_noise,
+                seed=cfg.seed,
             )
-            source = (
-                f"{stats.kept} scripted expert demos ({stats.successes}/{stats.recorded} succeeded) -> {out}"
-            )
+            source = f"{demo_shortfall(stats, cfg.scripted_demos, cfg.demo_noise)} -> {out}"
         else:
             episodes, source = [], "none"
         for episode in episodes:

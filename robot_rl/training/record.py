@@ -51,6 +51,15 @@ class RecordStats:
     total_steps: int = 0
 
 
+def demo_shortfall(stats: RecordStats, wanted: int, noise_std: float) -> str:
+    """One log line on scripted demos: how many were kept, and a loud note when fewer than ``wanted``."""
+    line = f"{stats.kept} scripted expert demos ({stats.successes}/{stats.recorded} attempts succeeded)"
+    if stats.kept < wanted:
+        line += (f"; ONLY {stats.kept} of the {wanted} asked for: the expert with demo_noise {noise_std} rarely "
+                 "succeeds on this task")
+    return line
+
+
 def record_scripted_demos(
     env: gym.Env,
     task: str,
@@ -60,8 +69,11 @@ def record_scripted_demos(
     seed: int = 0,
     keep_failed: bool = False,
     on_episode: Callable[[int, Episode, bool], None] | None = None,
+    attempts_per_demo: int = 10,
 ) -> tuple[list[Episode], RecordStats]:
-    """Roll out the task's scripted expert ``episodes`` times; write kept ones to ``out`` when given."""
+    """Roll out the task's scripted expert until ``episodes`` episodes are kept (a noisy expert fails some),
+    at most ``attempts_per_demo * episodes`` times; write kept ones to ``out`` when given. Fewer kept than
+    asked shows in the returned stats (``kept``), which callers report."""
     from robot_rl.sim import make_expert
 
     sim_env = env.unwrapped
@@ -72,7 +84,8 @@ def record_scripted_demos(
         expert = make_expert(sim_env, noise_std=noise_std, seed=episode_seed)
         return rollout_episode(env, lambda _obs: expert.act(sim_env.scene), episode_seed)
 
-    return _record(one_episode, episodes, writer, keep_failed, on_episode)
+    return _record(one_episode, episodes, writer, keep_failed, on_episode,
+                   max_attempts=attempts_per_demo * episodes)
 
 
 def record_teleop_demos(
@@ -110,11 +123,16 @@ def _record(
     writer: DemoWriter | None,
     keep_failed: bool,
     on_episode: Callable[[int, Episode, bool], None] | None,
+    max_attempts: int | None = None,
 ) -> tuple[list[Episode], RecordStats]:
-    """Record ``episodes`` episodes; keep successes (and failures if ``keep_failed``), write kept ones."""
+    """Record episodes until ``episodes`` are kept (each one when ``max_attempts`` is None) or ``max_attempts``
+    were recorded; keep successes (and failures if ``keep_failed``), write kept ones."""
     kept: list[Episode] = []
     stats = RecordStats()
-    for i in range(episodes):
+    attempts = episodes if max_attempts is None else max_attempts
+    for i in range(attempts):
+        if stats.kept >= episodes:
+            break
         episode = one_episode(i)
         stats.recorded += 1
         stats.total_steps += len(episode)

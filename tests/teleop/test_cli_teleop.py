@@ -12,6 +12,7 @@ pytest.importorskip("robot_rl.sim")  # sets MUJOCO_GL before mujoco loads
 
 from robot_rl.cli import main
 from robot_rl.data.demos import load_demos
+from robot_rl.teleop.hil import teleop_device
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.loop import Trainer, load_run_config
 
@@ -59,6 +60,17 @@ def test_trainer_routes_interventions_to_the_demo_buffer_and_rlif_rewards(tmp_pa
     before_takeover = is_step[:-1] & ~flags[:-1] & flags[1:]
     np.testing.assert_array_equal(np.flatnonzero(rewards == -1.0), np.flatnonzero(before_takeover))
     assert before_takeover.sum() >= 1
+
+
+def test_scripted_demos_are_recorded_without_the_corrector(tmp_path: Path) -> None:
+    """The corrector watches training, not demo recording (it would take over from a noisy expert)."""
+    cfg = TrainConfig(task="pick_cube", scripted_demos=2, demo_noise=0.85, teleop="scripted", progress=False,
+                      torch_threads=1, run_dir=tmp_path / "run")
+    trainer = Trainer(cfg)
+    device = teleop_device(trainer.env)
+    assert device is not None and (device.episodes, device.takeovers) == (0, 0)
+    demo_steps = trainer.demo_replay.arrays["is_step"]
+    assert demo_steps.sum() > 0 and not trainer.demo_replay.arrays["extras/intervention"][demo_steps].any()
 
 
 def test_config_errors_name_the_field() -> None:

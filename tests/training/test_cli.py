@@ -40,6 +40,24 @@ def test_record_demos(tmp_path: Path, capsys) -> None:
     assert "recorded 3" in capsys.readouterr().out
 
 
+def test_record_demos_retries_failed_attempts(tmp_path: Path, capsys) -> None:
+    """A noisy expert fails some attempts: --episodes counts kept demos, and too few kept is an error."""
+    out = tmp_path / "demos"
+    args = ["record-demos", "--task", "pick_cube", "--noise", "0.85", "--out", str(out)]
+    assert main([*args, "--episodes", "3"]) == 0
+    episodes = load_demos(out)
+    assert len(episodes) == 3 and all(e.success for e in episodes)
+    printed = capsys.readouterr().out
+    recorded = int(printed.split("recorded ")[1].split(",")[0])
+    assert recorded > 3 and printed.count("dropped") == recorded - 3 and "(3/3 kept)" in printed
+
+    # 10 attempts per demo at most: an expert that can't succeed (noise 50) ends with a clear shortfall
+    assert main(["record-demos", "--task", "pick_cube", "--noise", "50", "--episodes", "1",
+                 "--out", str(tmp_path / "none")]) == 1
+    captured = capsys.readouterr()
+    assert "recorded 10, succeeded 0, kept 0" in captured.out and "only 0 of 1 kept" in captured.err
+
+
 def test_record_demos_pixels(tmp_path: Path) -> None:
     out = tmp_path / "demos"
     main(["record-demos", "--task", "reach", "--episodes", "1", "--obs", "pixels", "--out", str(out)])

@@ -73,6 +73,11 @@ class Task(ABC):
     @abstractmethod
     def is_success(self, scene: ArmScene) -> bool: ...
 
+    def progress(self, scene: ArmScene) -> float:
+        """How far along the task is, rising at a steady pace along the expert's plan: what a person watching
+        judges (the scripted corrector's ``progress`` rule). Default: the sum of the shaping terms."""
+        return float(sum(self.reward_terms(scene).values()))
+
 
 class Expert(ABC):
     """A scripted policy with privileged access to the scene; returns contract actions in [-1, 1]."""
