@@ -8,13 +8,14 @@
    degraded expert with rewards zeroed; online rewards 0 except -1 on the last policy step before each
    takeover). The corrector takes over when the policy drifts from the noise-free plan (probability
    ``--p-drift``, RLIF: 0.95) or at random (``--p-random``, RLIF: 0.05) and then acts *degraded* for k steps.
-3. Reported: final deterministic success of the policy alone vs the expert, and the intervention rate over
-   the first and last 10% of episodes.
+3. Reported: final deterministic success of the policy alone on the expert's evaluation seeds vs the expert,
+   and the intervention rate over the first and last 10% of episodes.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ import numpy as np
 from _recipe import add_recipe_args, rate_first_last, recipe_config, results_name, run_stamp
 
 from robot_rl.teleop.corrector import CorrectorConfig
-from robot_rl.training.evaluate import EVAL_SEED_BASE, wilson_interval
+from robot_rl.training.evaluate import EVAL_SEED_BASE, evaluate, wilson_interval
 from robot_rl.training.loop import Trainer
 
 
@@ -49,7 +50,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_recipe_args(parser, eval_episodes=50, seeds=(0, 1, 2, 3, 4))
     parser.add_argument("--expert-noise", type=float, default=0.8)
-    parser.add_argument("--expert-episodes", type=int, default=100)
+    parser.add_argument("--expert-episodes", type=int, default=100,
+                        help="evaluation seeds of the expert's bar and of each policy's final evaluation")
     parser.add_argument("--metric", default=CorrectorConfig.drift_metric, choices=["progress", "direction", "rms"])
     parser.add_argument("--patience", type=int, default=CorrectorConfig.patience_steps)
     parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold, help="action-metric threshold")
@@ -80,12 +82,15 @@ def main() -> None:
                             corrector=corrector, run_dir=args.out / f"{stamp}-{args.task}-rlif-s{seed}")
         t0 = time.time()
         trainer = Trainer(cfg)
-        result = trainer.run()
+        trainer.run()
+        # the final policy on the expert's evaluation seeds (the periodic evaluations use fewer)
+        result = evaluate(functools.partial(trainer.agent.act, deterministic=True), trainer.eval_env,
+                          args.expert_episodes)
         _, rates = trainer.run_dir.read_metrics("episode", "intervention_rate")
         _, takeovers = trainer.run_dir.read_metrics("episode", "takeovers")
         _, human_steps = trainer.run_dir.read_metrics("episode", "intervention_steps")
         first, last = rate_first_last(rates)
-        row = {"seed": seed, "final_success": result.success_rate if result else None, "rate_first": first,
+        row = {"seed": seed, "final_success": result.success_rate, "final_ci95": result.ci95, "rate_first": first,
                "rate_last": last, "intervention_steps": int(human_steps.sum()),
                "takeovers": int(takeovers.sum()), "wall_s": round(time.time() - t0)}
         rows.append(row)
