@@ -42,7 +42,7 @@ from robot_rl.teleop.routing import Transition, TransitionRouter, rlif_rewards
 from robot_rl.training.env_factory import is_robot_rl_task
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, EXTRAS, load_run_config
-from robot_rl.training.record import demo_shortfall, record_scripted_demos
+from robot_rl.training.record import demo_summary, record_scripted_demos
 from robot_rl.training.run_dir import RunDir, atomic_write_text
 from robot_rl.utils.config_io import to_jsonable
 
@@ -220,7 +220,7 @@ class Learner:
             episodes, stats = record_scripted_demos(
                 self.env, t.task, t.scripted_demos, recorded, noise_std=t.demo_noise, seed=t.seed
             )
-            source = f"{demo_shortfall(stats, t.scripted_demos, t.demo_noise)} -> {recorded}"
+            source = f"{demo_summary(stats, t.scripted_demos, t.demo_noise)} -> {recorded}"
         else:
             episodes, source = [], "none"
         for run in cfg.prior_replay:

@@ -31,7 +31,7 @@ from robot_rl.teleop.hil import (
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
-from robot_rl.training.record import demo_shortfall, record_scripted_demos
+from robot_rl.training.record import demo_summary, record_scripted_demos
 from robot_rl.training.run_dir import RunDir
 from robot_rl.utils.config_io import from_jsonable
 
@@ -99,7 +99,7 @@ class Trainer:
                 without_teleop(self.env), cfg.task, cfg.scripted_demos, out, noise_std=cfg.demo_noise,
                 seed=cfg.seed,
             )
-            source = f"{demo_shortfall(stats, cfg.scripted_demos, cfg.demo_noise)} -> {out}"
+            source = f"{demo_summary(stats, cfg.scripted_demos, cfg.demo_noise)} -> {out}"
         else:
             episodes, source = [], "none"
         for episode in episodes:

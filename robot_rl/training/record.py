@@ -51,7 +51,7 @@ class RecordStats:
     total_steps: int = 0
 
 
-def demo_shortfall(stats: RecordStats, wanted: int, noise_std: float) -> str:
+def demo_summary(stats: RecordStats, wanted: int, noise_std: float) -> str:
     """One log line on scripted demos: how many were kept, and a loud note when fewer than ``wanted``."""
     line = f"{stats.kept} scripted expert demos ({stats.successes}/{stats.recorded} attempts succeeded)"
     if stats.kept < wanted:
