@@ -133,3 +133,41 @@ def test_corrects_a_zero_policy_in_pick_cube() -> None:
     # the time from then on, and the corrected episode succeeds
     assert info["is_success"] and flags[:4] == [False, False, False, True] and sum(flags) >= 0.7 * len(flags)
     assert info["intervention_stats"]["takeovers"] >= 1
+
+
+def test_a_pace_catches_a_dawdling_policy_in_pick_cube() -> None:
+    """A policy heading for the cube at a fifth of the expert's speed never stalls, so only a ``min_progress``
+    that asks for a pace takes over from it (RLIF's judge must: it is the only reward there)."""
+    pytest.importorskip("robot_rl.sim")
+    from robot_rl.sim import make_env, make_expert
+
+    env = make_env("pick_cube")
+    sim = env.unwrapped
+
+    def first_takeover(min_progress: float) -> int | None:
+        env.reset(seed=3)
+        expert = make_expert(env)
+        corrector = ScriptedCorrector(CorrectorConfig(min_progress=min_progress, patience_steps=8))
+        corrector.on_reset(env)
+        for t in range(40):
+            action = expert.act(sim.scene)
+            action[:6] *= 0.2  # same heading, a fifth of the speed
+            corrector.propose(action)
+            if corrector.read().active:
+                return t
+            env.step(action)
+        return None
+
+    assert first_takeover(0.01) is None and first_takeover(0.3) == 8
+    # the expert itself keeps that pace: not taken over on the way to the cube
+    env.reset(seed=3)
+    expert = make_expert(env)
+    corrector = ScriptedCorrector(CorrectorConfig(min_progress=0.3, patience_steps=8))
+    corrector.on_reset(env)
+    for _ in range(12):
+        action = expert.act(sim.scene)
+        corrector.propose(action)
+        assert not corrector.read().active
+        env.step(action)
+    progress = sim.task.progress(sim.scene)
+    assert 0.7 < progress < 1.0  # reach term linear in the distance: the TCP is close but holds nothing yet
