@@ -7,8 +7,7 @@ machine tracks the episode whoever acts. When is the policy "not doing the job"?
 - ``progress`` (default): the task has made no progress for ``patience_steps`` steps: its ``Task.progress``
   (pick_cube: reach + grasp + lift, each in [0, 1], reach linear in the distance) has not risen by
   ``min_progress`` above its best so far. A small ``min_progress`` catches stalls only; a large one also a
-  policy that dawdles (with no task reward, as in RLIF, a policy that is never taken over has nothing left
-  to learn, so the judge must ask for a pace that finishes within the episode). This is what a person
+  policy that dawdles (under RLIF, with no task reward, dawdling is otherwise never penalised). This is what a person
   watching sees (the arm wanders, stalls, drops the cube), and it does not depend on how the policy moves:
   measured on a trained pick_cube policy that succeeds, per-step comparisons with the expert's action flag
   most steps (RMS over the 6 arm dims above 0.3 on 100% of steps, heading more than 73 degrees off on 59%),

@@ -137,7 +137,7 @@ def test_corrects_a_zero_policy_in_pick_cube() -> None:
 
 def test_a_pace_catches_a_dawdling_policy_in_pick_cube() -> None:
     """A policy heading for the cube at a fifth of the expert's speed never stalls, so only a ``min_progress``
-    that asks for a pace takes over from it (RLIF's judge must: it is the only reward there)."""
+    that asks for a pace takes over from it (under RLIF dawdling is otherwise never penalised)."""
     pytest.importorskip("robot_rl.sim")
     from robot_rl.sim import make_env, make_expert
 
