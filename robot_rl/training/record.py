@@ -84,8 +84,7 @@ def record_scripted_demos(
         expert = make_expert(sim_env, noise_std=noise_std, seed=episode_seed)
         return rollout_episode(env, lambda _obs: expert.act(sim_env.scene), episode_seed)
 
-    return _record(one_episode, episodes, writer, keep_failed, on_episode,
-                   max_attempts=attempts_per_demo * episodes)
+    return _record(one_episode, episodes, attempts_per_demo * episodes, writer, keep_failed, on_episode)
 
 
 def record_teleop_demos(
@@ -114,25 +113,23 @@ def record_teleop_demos(
     def one_episode(i: int) -> Episode:
         return rollout_episode(wrapped, _HoldStill(hold, on_step), DEMO_SEED_BASE + seed * 10_000 + i)
 
-    return _record(one_episode, episodes, writer, keep_failed, on_episode)
+    return _record(one_episode, episodes, episodes, writer, keep_failed, on_episode)
 
 
 def _record(
     one_episode: Callable[[int], Episode],
     episodes: int,
+    max_attempts: int,
     writer: DemoWriter | None,
     keep_failed: bool,
     on_episode: Callable[[int, Episode, bool], None] | None,
-    max_attempts: int | None = None,
 ) -> tuple[list[Episode], RecordStats]:
-    """Record episodes until ``episodes`` are kept (each one when ``max_attempts`` is None) or ``max_attempts``
-    were recorded; keep successes (and failures if ``keep_failed``), write kept ones."""
+    """Record until ``episodes`` are kept or ``max_attempts`` were recorded; keep successes (and failures if
+    ``keep_failed``), write kept ones."""
     kept: list[Episode] = []
     stats = RecordStats()
-    attempts = episodes if max_attempts is None else max_attempts
-    for i in range(attempts):
-        if stats.kept >= episodes:
-            break
+    while stats.kept < episodes and stats.recorded < max_attempts:
+        i = stats.recorded
         episode = one_episode(i)
         stats.recorded += 1
         stats.total_steps += len(episode)

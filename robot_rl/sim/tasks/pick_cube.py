@@ -124,18 +124,22 @@ class PickCube(Task):
     def reward_term_names(cls) -> tuple[str, ...]:
         return ("reach", "grasp", "lift")
 
-    def reward_terms(self, scene: ArmScene) -> dict[str, float]:
+    def _distance_grasp_lift(self, scene: ArmScene) -> tuple[float, float, float]:
+        """TCP-to-cube distance (m), held (0/1) and lift fraction in [0, 1] (0 unless held)."""
         held = self.held(scene)
         distance = float(np.linalg.norm(self.cube_pos(scene) - scene.tcp_pos()))
         lift = float(np.clip(self.lift(scene) / self.config.lift_height_m, 0.0, 1.0)) if held else 0.0
-        return {"reach": 1.0 - float(np.tanh(10.0 * distance)), "grasp": float(held), "lift": lift}
+        return distance, float(held), lift
+
+    def reward_terms(self, scene: ArmScene) -> dict[str, float]:
+        distance, grasp, lift = self._distance_grasp_lift(scene)
+        return {"reach": 1.0 - float(np.tanh(10.0 * distance)), "grasp": grasp, "lift": lift}
 
     def progress(self, scene: ArmScene) -> float:
         """reach + grasp + lift, with reach linear in the distance to the cube (0 at ``PROGRESS_REACH_M`` or
         more): the reward's tanh is flat far from the cube, where the expert still closes in steadily."""
-        terms = self.reward_terms(scene)
-        distance = float(np.linalg.norm(self.cube_pos(scene) - scene.tcp_pos()))
-        return 1.0 - min(distance / PROGRESS_REACH_M, 1.0) + terms["grasp"] + terms["lift"]
+        distance, grasp, lift = self._distance_grasp_lift(scene)
+        return 1.0 - min(distance / PROGRESS_REACH_M, 1.0) + grasp + lift
 
     def is_success(self, scene: ArmScene) -> bool:
         return self.lift(scene) >= self.config.lift_height_m and self.held(scene)
