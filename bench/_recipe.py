@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from robot_rl.data.replay import ReplayConfig
+from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.config import TrainConfig
 
 _DEFAULTS = TrainConfig()
@@ -35,6 +36,31 @@ def add_recipe_args(parser: argparse.ArgumentParser, *, budget: int = 20_000, ev
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
     parser.add_argument("--td-target-min", type=float, default=None, help="clip TD targets from below")
     parser.add_argument("--td-target-max", type=float, default=None, help="clip TD targets from above")
+
+
+def add_corrector_args(parser: argparse.ArgumentParser, *, min_progress: float = CorrectorConfig.min_progress,
+                       takeover_steps: int = CorrectorConfig.takeover_steps, p_drift: float = 1.0,
+                       p_random: float = 0.0, cooldown: int = 0) -> None:
+    """The scripted corrector's flags; keyword defaults are a benchmark's own (CorrectorConfig's otherwise)."""
+    parser.add_argument("--metric", default=CorrectorConfig.drift_metric, choices=["progress", "direction", "rms"])
+    parser.add_argument("--patience", type=int, default=CorrectorConfig.patience_steps)
+    parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold, help="action-metric threshold")
+    parser.add_argument("--min-progress", type=float, default=min_progress,
+                        help="progress rule: rise of Task.progress needed within --patience steps (0.3: a pace "
+                             "that also catches a dawdling policy; 0.01: stalls only)")
+    parser.add_argument("--takeover-steps", type=int, default=takeover_steps, help="k, steps per takeover")
+    parser.add_argument("--p-drift", type=float, default=p_drift, help="takeover probability when the rule fires")
+    parser.add_argument("--p-random", type=float, default=p_random, help="takeover probability on other steps")
+    parser.add_argument("--cooldown", type=int, default=cooldown, help="steps after a hand-back without takeover")
+
+
+def corrector_config(args: argparse.Namespace, seed: int, **overrides) -> CorrectorConfig:
+    """A ``CorrectorConfig`` from the corrector flags; ``overrides`` are further fields."""
+    fields = dict(drift_metric=args.metric, patience_steps=args.patience, threshold=args.drift,
+                  min_progress=args.min_progress, takeover_steps=args.takeover_steps,
+                  p_takeover_on_drift=args.p_drift, p_takeover_random=args.p_random,
+                  cooldown_steps=args.cooldown, seed=seed)
+    return CorrectorConfig(**(fields | overrides))
 
 
 def recipe_config(args: argparse.Namespace, seed: int, **overrides) -> TrainConfig:

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 from _recipe import (
+    add_corrector_args,
     add_recipe_args,
+    corrector_config,
     rate_first_last,
     recipe_config,
     results_name,
@@ -27,7 +29,6 @@ from _recipe import (
     steps_to,
 )
 
-from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.loop import Trainer
 
@@ -49,11 +50,7 @@ def main() -> None:
     add_recipe_args(parser)
     parser.add_argument("--methods", nargs="+", default=["demos", "corrector"], choices=["demos", "corrector"])
     parser.add_argument("--threshold", type=float, default=0.9)
-    parser.add_argument("--metric", default=CorrectorConfig.drift_metric, choices=["progress", "direction", "rms"])
-    parser.add_argument("--patience", type=int, default=CorrectorConfig.patience_steps)
-    parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold, help="action-metric threshold")
-    parser.add_argument("--takeover-steps", type=int, default=CorrectorConfig.takeover_steps)
-    parser.add_argument("--cooldown", type=int, default=5, help="corrector cooldown steps after a hand-back")
+    add_corrector_args(parser, cooldown=5)
     parser.add_argument("--out", type=Path, default=Path("runs/bench_interventions"))
     args = parser.parse_args()
 
@@ -61,10 +58,9 @@ def main() -> None:
     results: dict[str, list[dict]] = {}
     for method in args.methods:
         for seed in args.seeds:
-            corrector = CorrectorConfig(drift_metric=args.metric, patience_steps=args.patience, threshold=args.drift,
-                                        takeover_steps=args.takeover_steps, cooldown_steps=args.cooldown, seed=seed)
             cfg = recipe_config(args, seed, teleop="scripted" if method == "corrector" else "none",
-                                corrector=corrector, run_dir=args.out / f"{stamp}-{args.task}-{method}-s{seed}")
+                                corrector=corrector_config(args, seed),
+                                run_dir=args.out / f"{stamp}-{args.task}-{method}-s{seed}")
             row = {"seed": seed, **run(cfg)}
             row["steps_to_threshold"] = steps_to(row["curve"], args.threshold)
             row["final_success"] = row["curve"][-1][1] if row["curve"] else None

@@ -21,9 +21,16 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _recipe import add_recipe_args, rate_first_last, recipe_config, results_name, run_stamp
+from _recipe import (
+    add_corrector_args,
+    add_recipe_args,
+    corrector_config,
+    rate_first_last,
+    recipe_config,
+    results_name,
+    run_stamp,
+)
 
-from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.evaluate import EVAL_SEED_BASE, evaluate, wilson_interval
 from robot_rl.training.loop import Trainer
 
@@ -52,15 +59,7 @@ def main() -> None:
     parser.add_argument("--expert-noise", type=float, default=0.8)
     parser.add_argument("--expert-episodes", type=int, default=100,
                         help="evaluation seeds of the expert's bar and of each policy's final evaluation")
-    parser.add_argument("--metric", default=CorrectorConfig.drift_metric, choices=["progress", "direction", "rms"])
-    parser.add_argument("--patience", type=int, default=CorrectorConfig.patience_steps)
-    parser.add_argument("--drift", type=float, default=CorrectorConfig.threshold, help="action-metric threshold")
-    parser.add_argument("--min-progress", type=float, default=0.3,
-                        help="progress rule: rise of Task.progress needed within --patience steps (a pace: with "
-                             "no task reward a dawdling policy that is never taken over is optimal)")
-    parser.add_argument("--takeover-steps", type=int, default=4, help="k (RLIF sim: 4)")
-    parser.add_argument("--p-drift", type=float, default=0.95)
-    parser.add_argument("--p-random", type=float, default=0.05)
+    add_corrector_args(parser, min_progress=0.3, takeover_steps=4, p_drift=0.95, p_random=0.05)
     parser.add_argument("--out", type=Path, default=Path("runs/bench_rlif"))
     args = parser.parse_args()
 
@@ -73,11 +72,7 @@ def main() -> None:
     stamp = run_stamp()
     rows = []
     for seed in args.seeds:
-        corrector = CorrectorConfig(drift_metric=args.metric, patience_steps=args.patience, threshold=args.drift,
-                                    min_progress=args.min_progress,
-                                    takeover_steps=args.takeover_steps,
-                                    p_takeover_on_drift=args.p_drift, p_takeover_random=args.p_random,
-                                    expert_noise_std=args.expert_noise, seed=seed)
+        corrector = corrector_config(args, seed, expert_noise_std=args.expert_noise)
         cfg = recipe_config(args, seed, demo_noise=args.expert_noise, teleop="scripted", intervention_mode="rlif",
                             corrector=corrector, run_dir=args.out / f"{stamp}-{args.task}-rlif-s{seed}")
         t0 = time.time()
