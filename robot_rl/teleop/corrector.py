@@ -47,8 +47,10 @@ class CorrectorConfig:
     units)."""
     gripper_mismatch: bool = True
     """A gripper latch disagreeing with the expert's counts as drift."""
-    takeover_steps: int = 5
-    """k: steps the corrector keeps control once it takes over (RLIF sim: 4)."""
+    takeover_steps: int = 20
+    """k: steps the corrector keeps control once it takes over. 20 carries pick_cube's expert through most of a
+    pick (a demo takes ~22 steps), as a person who steps in finishes the correction; with 5 the policy undid
+    the fragments and few corrected episodes succeeded (docs/benchmarks.md). RLIF's simulated expert: 4."""
     p_takeover_on_drift: float = 1.0
     """Probability of taking over on a drifted step."""
     p_takeover_random: float = 0.0
