@@ -39,8 +39,10 @@ def add_recipe_args(parser: argparse.ArgumentParser, *, budget: int = 20_000, ev
 
 
 def add_corrector_args(parser: argparse.ArgumentParser, *, min_progress: float = CorrectorConfig.min_progress,
-                       takeover_steps: int = CorrectorConfig.takeover_steps, p_drift: float = 1.0,
-                       p_random: float = 0.0, cooldown: int = 0) -> None:
+                       takeover_steps: int = CorrectorConfig.takeover_steps,
+                       p_drift: float = CorrectorConfig.p_takeover_on_drift,
+                       p_random: float = CorrectorConfig.p_takeover_random,
+                       cooldown: int = CorrectorConfig.cooldown_steps) -> None:
     """The scripted corrector's flags; keyword defaults are a benchmark's own (CorrectorConfig's otherwise)."""
     parser.add_argument("--metric", default=CorrectorConfig.drift_metric, choices=["progress", "direction", "rms"])
     parser.add_argument("--patience", type=int, default=CorrectorConfig.patience_steps)

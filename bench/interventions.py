@@ -1,6 +1,6 @@
 """Interventions vs none: env steps to a success threshold with the same demos, and the intervention rate.
 
-    python bench/interventions.py --task pick_cube --budget 20000 --seeds 0 1 2
+    python bench/interventions.py --task pick_cube --seeds 0 1 2 --demos 2 --num-critics 10 --eval-every 1000
 
 Methods: ``demos`` (RLPD with scripted demos, no human) and ``corrector`` (the same demos plus the scripted
 corrector taking over when the policy drifts from the expert, HIL-SERL style: interventions go to the
