@@ -153,6 +153,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
     from robot_rl.ros import names
     from robot_rl.ros.messages import from_stamp
     from robot_rl.ros.qos import EVENTS
+    from robot_rl.ros.runtime import settle_heap
 
     tmp = Path(tempfile.mkdtemp(prefix="ros_latency_"))
     cfg = _arm_config(tmp, args.hz)
@@ -160,6 +161,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     node, executor, context = _node(args.domain, "bench_driver")
     driver = Driver(node, args.driver_hz)
+    settle_heap()  # as our nodes do (the C++ driver stack this stands for has no collector)
     echoes: list[tuple[float, float]] = []  # (obs stamp, command stamp)
 
     def on_echo(msg) -> None:
@@ -213,7 +215,8 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
     late = int(np.sum(gaps > 1.5 / args.hz))
     return {"hz": args.hz, "steps": len(window), "expected_steps": expected, "late_commands": late,
             "missed_cycles": actor_stats.get("missed_cycles"), "actor_steps": actor_stats.get("steps"),
-            "stale_steps": actor_stats.get("stale_steps"), "actor_alive": actor.returncode in (None, 0, -15),
+            "stale_steps": actor_stats.get("stale_steps"), "incidents": actor_stats.get("incidents", []),
+            "actor_alive": actor.returncode in (None, 0, -15),
             "policy_ms_p50": actor_stats.get("policy_ms_p50"), "to_bridge_ms": to_bridge, "total_ms": total,
             "rss": rss, "logs": str(tmp)}
 
@@ -227,6 +230,14 @@ def cmd_latency(args: argparse.Namespace) -> None:
     print(f"  steps {r['steps']} of {r['expected_steps']:.0f} expected, {r['late_commands']} commands > 1.5 periods "
           f"after the previous one; missed cycles (actor, whole run) {r['missed_cycles']} of {r['actor_steps']}; "
           f"policy forward p50 {r['policy_ms_p50']:.2f} ms")
+    _print_incidents(r)
+
+
+def _print_incidents(r: dict) -> None:
+    """The actor's missed cycles and stale steps: when (step of the run, of its episode) and by how much."""
+    for i in r["incidents"][-10:]:
+        print(f"  actor {i['kind']} at step {i['step']} of {r['actor_steps']} (episode step {i['episode_step']}): "
+              f"{i['ms']:.1f} ms")
 
 
 def cmd_soak(args: argparse.Namespace) -> None:
@@ -237,6 +248,7 @@ def cmd_soak(args: argparse.Namespace) -> None:
           f"included): missed cycles {r['missed_cycles']}, stale-observation steps {r['stale_steps']} "
           f"(load average {os.getloadavg()[0]:.1f})")
     print(f"  observation -> command received by the driver: {_percentiles(r['total_ms'])}")
+    _print_incidents(r)
     if not r["actor_alive"]:
         print(f"  the actor exited before the end: see {r['logs']}/policy_actor.log")
     for key, samples in r["rss"].items():

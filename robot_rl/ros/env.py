@@ -33,6 +33,7 @@ from robot_rl.ros.qos import CMD, EVENTS, SENSOR
 from robot_rl.ros.spec_env import contract_for
 
 STATS_WINDOW = 10_000
+INCIDENTS_WINDOW = 100
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,13 @@ class StepStats:
     """Steps whose observation did not refresh within ``step_timeout_s`` (the episode is truncated there)."""
     latencies_s: deque[float] = field(default_factory=lambda: deque(maxlen=STATS_WINDOW))
     """The last ``STATS_WINDOW`` steps only: an actor runs for hours."""
+    incidents: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=INCIDENTS_WINDOW))
+    """The last missed cycles and stale steps: ``kind``, ``step`` (of the run), ``episode_step`` and ``ms``
+    (past the tick, or waited for a fresh state), to tell start-up, episode starts and stalls apart."""
+
+    def incident(self, kind: str, episode_step: int, ms: float) -> None:
+        self.incidents.append({"kind": kind, "step": self.steps, "episode_step": episode_step,
+                               "ms": round(ms, 3)})
 
 
 class _Latest:
@@ -159,9 +167,11 @@ class RosArmEnv(gym.Env):
         terminated = bool(success and self.config.terminate_on_success)
         truncated = bool(not terminated and self._steps >= self.config.max_episode_steps)
         if not fresh:  # the bridge is holding the arm meanwhile; end the episode, the next reset re-checks
-            self.stats.stale_steps += 1
             info["stale_observation"] = True
             truncated = not terminated
+            if self.node.context.ok():  # not the step that a shutdown (SIGTERM) interrupted
+                self.stats.stale_steps += 1
+                self.stats.incident("stale", self._steps - 1, self.config.step_timeout_s * 1e3)
         self.stats.steps += 1
         return obs, reward, terminated, truncated, info
 
@@ -189,6 +199,7 @@ class RosArmEnv(gym.Env):
         now = time.monotonic()
         if now > self._next_tick:  # the policy or a stall overran the period: count it and re-phase
             self.stats.missed_cycles += 1
+            self.stats.incident("missed", self._steps, (now - self._next_tick) * 1e3)
             self._next_tick = now
             return
         time.sleep(self._next_tick - now)

@@ -11,12 +11,16 @@ fell from 7.2-9.2 ms to 4.6-5.9 ms (docs/benchmarks.md). Both are driven by a ``
 avoided: on the 2-core CI machine it cost 71% of a core and delivered 57% of the bridge's states (p99 53 ms).
 Callback groups stay explicit so a node can move to a multi-threaded executor if it ever needs a blocking
 callback. SIGINT/SIGTERM shut the context down (rclpy's signal handlers), which ends the loop.
+
+Before a node starts spinning, ``settle_heap`` freezes what start-up allocated, so that Python's garbage
+collector never again walks it in the middle of a control period.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import os
 import threading
 import typing
@@ -83,8 +87,20 @@ def spin_until_shutdown(executor: Executor, node: Node) -> None:
             executor.spin_once(timeout_sec=0.1)
 
 
+def settle_heap() -> None:
+    """Collect once, then move every live object to the collector's permanent generation (``gc.freeze``).
+
+    A full (generation 2) collection walks every tracked object. Over the policy actor's start-up heap (torch,
+    rclpy, the policy: ~180-300k objects) one took 80-100 ms on a quiet machine and ~200 ms under load, i.e.
+    8-20 missed cycles at 100 Hz whenever enough surviving allocations trigger one; over a frozen heap it
+    walks only what was allocated since (measured: under 0.01 ms)."""
+    gc.collect()
+    gc.freeze()
+
+
 def spin(node: Node) -> None:
     """Spin ``node`` until shutdown (SIGINT/SIGTERM), then tear down cleanly."""
+    settle_heap()
     executor = make_executor(node)
     try:
         spin_until_shutdown(executor, node)
@@ -100,6 +116,7 @@ class BackgroundSpinner:
     """The executor in a daemon thread, for processes whose main thread runs a loop (the actor)."""
 
     def __init__(self, node: Node) -> None:
+        settle_heap()
         self.node = node
         self.executor = make_executor(node)
         self.thread = threading.Thread(target=self._run, daemon=True, name=f"spin-{node.get_name()}")

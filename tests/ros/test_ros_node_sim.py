@@ -3,6 +3,8 @@ robot_bridge, and for pixels a camera_bridge), and the sim's scripted expert sol
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -45,6 +47,16 @@ def test_ros_env_conforms_against_the_sim_robot_state(tmp_path) -> None:
         assert successes == 2, f"the goal-seeking controller reached {successes}/2 goals over ROS"
         tcp = obs["state"][STATE_LAYOUT.slice("tcp_pos")]
         assert np.all(np.abs(tcp - obs["privileged"][:3]) < 0.05)
+        # A policy that overruns its period: counted as a missed cycle, and the incident says when and by how much.
+        env.reset()
+        missed = env.stats.missed_cycles
+        env.step(np.zeros(7, np.float32))
+        time.sleep(2.5 * env.period_s)
+        env.step(np.zeros(7, np.float32))
+        assert env.stats.missed_cycles == missed + 1
+        incident = env.stats.incidents[-1]
+        assert incident["kind"] == "missed" and incident["episode_step"] == 1
+        assert incident["ms"] >= env.period_s * 1e3, incident
 
 
 def test_ros_env_conforms_with_sim_camera_images(tmp_path) -> None:

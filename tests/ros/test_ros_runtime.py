@@ -15,7 +15,7 @@ from rclpy.node import Node  # noqa: E402
 from ros_harness import ros_domain  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
-from robot_rl.ros.runtime import EXECUTOR_ENV, make_executor, spin_until_shutdown  # noqa: E402
+from robot_rl.ros.runtime import EXECUTOR_ENV, make_executor, settle_heap, spin_until_shutdown  # noqa: E402
 
 
 def test_unknown_executor_is_refused_with_its_source(monkeypatch) -> None:
@@ -53,3 +53,14 @@ def test_spin_loop_delivers_and_returns_on_shutdown(choice: str, monkeypatch) ->
         assert not thread.is_alive(), f"{choice}: the spin loop did not return after shutdown"
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
+
+
+def test_settle_heap_leaves_a_full_collection_only_what_was_allocated_after() -> None:
+    import gc
+
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() > 10_000, "start-up objects (torch, rclpy) were not frozen"
+        assert not any(gc.get_objects(generation=g) for g in (1, 2)), "objects left for the collector to walk"
+    finally:
+        gc.unfreeze()
