@@ -146,7 +146,7 @@ class RosArmEnv(gym.Env):
         raw = check_action(action, source="RosArmEnv.step(action)")
         a = np.clip(raw, -1.0, 1.0)
         clipped = bool(np.any(a != raw))
-        stamp = self._obs_stamp
+        stamp, episode_step = self._obs_stamp, self._steps
         self.action_pub.publish(named_vector(names.ACTION_NAMES, a, stamp))
         self._wait_next_tick()
         fresh = self._wait_fresh(self._next_tick, self.config.step_timeout_s, raise_=False)
@@ -171,7 +171,7 @@ class RosArmEnv(gym.Env):
             truncated = not terminated
             if self.node.context.ok():  # not the step that a shutdown (SIGTERM) interrupted
                 self.stats.stale_steps += 1
-                self.stats.incident("stale", self._steps - 1, self.config.step_timeout_s * 1e3)
+                self.stats.incident("stale", episode_step, self.config.step_timeout_s * 1e3)
         self.stats.steps += 1
         return obs, reward, terminated, truncated, info
 
