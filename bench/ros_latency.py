@@ -4,6 +4,7 @@ camera throughput. Needs rclpy and the installed package (``pip install ./ros2_w
     python bench/ros_latency.py latency [--hz 10] [--seconds 30] [--driver-hz 250] [--rt-priority 50]
     python bench/ros_latency.py soak [--minutes 10] [--hz 100] [--rt-priority 50]
     python bench/ros_latency.py cameras [--seconds 20] [--size 128]
+    python bench/ros_latency.py timer [--hz 100] [--seconds 30] [--rt-priority 50]
 
 latency: this process is the driver stack (``current_pose`` + ``joint_states`` at ``--driver-hz``, crisp's
     ``target_pose`` in); the robot_bridge and policy_actor nodes run as processes, the actor with an untrained
@@ -15,8 +16,14 @@ latency: this process is the driver stack (``current_pose`` + ``joint_states`` a
     ``--rt-priority``: driver, bridge and actor run SCHED_FIFO, as on a real-time control PC.
 soak: the latency setup for ``--minutes``; resident memory (RSS) of bridge and actor is sampled every 10 s;
     growth is reported over the second half, after bounded buffers (the actor's stats window) have filled.
+    The peer: a bare timer loop (``timer``, no ROS, no work) runs beside it at the same rate and priority;
+    the host's steal time over the soak is read from /proc/stat. An actor miss that the peer also felt
+    (it woke > 2 ms late within the same few periods) is the host's, not the stack's.
 cameras: this process publishes two ``--size``^2 rgb8 cameras at 30 Hz (reliable, like realsense); two
     camera_bridge processes forward them to ``rl/images/*``; counts frames in and out, and the latency.
+timer: the control loop's schedule (sleep to the next tick; later than the tick counts as a missed cycle)
+    with nothing else in the process: how late the host wakes a process that does no work. Until SIGTERM or
+    ``--seconds``; ``--out`` writes the figures as JSON.
 """
 
 from __future__ import annotations
@@ -133,6 +140,68 @@ class Driver:
         self.pose_pub.publish(self.pose_msg(self.position, self.rotation, "base", stamp))
 
 
+STALL_MS = 2.0  # a wake-up this late is a stall of the host (the actor's cycle needs ~2 ms of a 10-ms period)
+
+
+def run_timer(hz: float, seconds: float, rt_priority: int, out: Path | None, wait_for_signal: bool = False) -> dict:
+    """The actor's tick schedule with no work: wake-up lateness, missed ticks, and each stall's wall time.
+    ``wait_for_signal``: start counting at SIGUSR1 (the soak's measurement window), sleeping until then."""
+    stop, go = threading.Event(), threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: (stop.set(), go.set()))
+    signal.signal(signal.SIGUSR1, lambda *_: go.set())
+    if rt_priority:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(rt_priority))
+    if wait_for_signal:
+        while not go.wait(0.1):
+            pass
+    period = 1.0 / hz
+    late_ms = np.zeros(int(seconds * hz) + 1 if np.isfinite(seconds) else 10 * 3600 * int(hz))
+    stalls: list[dict] = []
+    ticks = missed = 0
+    end = time.monotonic() + seconds
+    next_tick = time.monotonic()
+    while not stop.is_set() and ticks < late_ms.size and time.monotonic() < end:
+        next_tick += period
+        now = time.monotonic()
+        if now > next_tick:  # as RosArmEnv counts: woke more than a period late
+            missed += 1
+            next_tick = now
+        else:
+            time.sleep(next_tick - now)
+        late = (time.monotonic() - next_tick) * 1e3
+        late_ms[ticks] = late
+        ticks += 1
+        if late > STALL_MS:
+            stalls.append({"time": round(time.time(), 4), "ms": round(late, 3)})
+    lateness = late_ms[:ticks]
+    result = {"hz": hz, "ticks": ticks, "missed": missed, "stalls": stalls[-1000:], "n_stalls": len(stalls),
+              "late_ms_p50": float(np.percentile(lateness, 50)) if ticks else None,
+              "late_ms_p99": float(np.percentile(lateness, 99)) if ticks else None,
+              "late_ms_max": float(lateness.max()) if ticks else None}
+    if out is not None:
+        out.write_text(json.dumps(result))
+    return result
+
+
+def _timer_summary(r: dict) -> str:
+    if not r["ticks"]:
+        return "no ticks"
+    return (f"{r['missed']} missed of {r['ticks']} ticks, {r['n_stalls']} wake-ups > {STALL_MS:g} ms late; "
+            f"lateness p50 {r['late_ms_p50']:.2f} / p99 {r['late_ms_p99']:.2f} / max {r['late_ms_max']:.1f} ms")
+
+
+def _steal_s() -> float:
+    """The host's steal time so far, summed over CPUs (s): time this VM was runnable but not run."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else float("nan")
+
+
+def _felt_by_peer(incident: dict, peer_stalls: list[dict], period_s: float) -> bool:
+    """Whether the timer peer stalled within the periods before the actor noticed its miss."""
+    window = incident["ms"] / 1e3 + 2 * period_s
+    return any(incident["time"] - window <= s["time"] <= incident["time"] + period_s for s in peer_stalls)
+
+
 def _arm_config(directory: Path, hz: float) -> str:
     import yaml
 
@@ -157,6 +226,12 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
 
     tmp = Path(tempfile.mkdtemp(prefix="ros_latency_"))
     cfg = _arm_config(tmp, args.hz)
+    peer_path = tmp / "timer_peer.json"
+    peer = None  # the soak's peer: the same schedule with nothing in it, at the same priority; started first
+    if soak:  # (a child forked later would inherit SCHED_FIFO for its start-up), counting from SIGUSR1
+        peer = subprocess.Popen([sys.executable, __file__, "timer", "--hz", str(args.hz), "--seconds", "inf",
+                                 "--rt-priority", str(args.rt_priority), "--out", str(peer_path),
+                                 "--wait-for-signal"], stdout=subprocess.DEVNULL)
     if args.rt_priority:  # this process is the driver stack: real drivers run SCHED_FIFO too
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
     node, executor, context = _node(args.domain, "bench_driver")
@@ -176,7 +251,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
     actor = _start("policy_actor", args.domain, tmp, rt_priority=rt, **{
         "env.hardware_config": cfg, "env.reward": False, "env.max_episode_steps": 1_000_000,
         "actor.policy": "network", "actor.stats_path": str(stats_path)})
-    procs = [bridge, actor]
+    procs = [bridge, actor] + ([peer] if peer else [])
     rss: dict[str, list[tuple[float, float]]] = {"robot_bridge": [], "policy_actor": []}
     try:
         deadline = time.monotonic() + 60
@@ -186,6 +261,9 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
             raise RuntimeError(f"no control loop within 60 s; logs in {tmp}")
         time.sleep(2.0)  # warm-up
         echoes.clear()
+        if peer is not None:
+            peer.send_signal(signal.SIGUSR1)
+        steal_start = _steal_s()
         start = time.monotonic()
         next_sample = start
         while time.monotonic() - start < seconds:
@@ -199,6 +277,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
                           f"actor {rss['policy_actor'][-1][1]:.1f} MB, {len(echoes)} steps", flush=True)
             time.sleep(0.2)
         window = list(echoes)
+        steal = _steal_s() - steal_start
     finally:
         _stop(procs[::-1])  # the actor first: a bridge stopped under it would end its last step stale
         executor.shutdown(timeout_sec=1.0)
@@ -207,6 +286,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
 
         rclpy.try_shutdown(context=context)
     actor_stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
+    peer_stats = json.loads(peer_path.read_text()) if peer_path.exists() else None
     to_bridge = [(c - o) * 1e3 for o, c in window]
     total = [(driver.arrivals[round(c, 6)] - o) * 1e3 for o, c in window if round(c, 6) in driver.arrivals]
     expected = seconds * args.hz
@@ -218,7 +298,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
             "stale_steps": actor_stats.get("stale_steps"), "incidents": actor_stats.get("incidents", []),
             "actor_alive": actor.returncode in (None, 0, -15),
             "policy_ms_p50": actor_stats.get("policy_ms_p50"), "to_bridge_ms": to_bridge, "total_ms": total,
-            "rss": rss, "logs": str(tmp)}
+            "rss": rss, "logs": str(tmp), "peer": peer_stats, "steal_s": steal}
 
 
 def cmd_latency(args: argparse.Namespace) -> None:
@@ -240,6 +320,19 @@ def _print_incidents(r: dict) -> None:
               f"{i['ms']:.1f} ms")
 
 
+def _print_peer(r: dict, period_s: float) -> None:
+    peer = r["peer"]
+    print(f"  host: {r['steal_s']:.1f} s of steal time over the soak (summed over CPUs)")
+    if peer is None:
+        print("  timer peer: no result (it did not stop cleanly)")
+        return
+    print(f"  timer peer (same schedule, no work): {_timer_summary(peer)}")
+    misses = [i for i in r["incidents"] if i["kind"] == "missed" and "time" in i]
+    if misses:
+        felt = sum(_felt_by_peer(i, peer["stalls"], period_s) for i in misses)
+        print(f"  of the actor's last {len(misses)} missed cycles, {felt} came when the peer stalled too")
+
+
 def cmd_soak(args: argparse.Namespace) -> None:
     args.seconds = args.minutes * 60
     r = run_loop(args, args.seconds, soak=True)
@@ -249,6 +342,7 @@ def cmd_soak(args: argparse.Namespace) -> None:
           f"(load average {os.getloadavg()[0]:.1f})")
     print(f"  observation -> command received by the driver: {_percentiles(r['total_ms'])}")
     _print_incidents(r)
+    _print_peer(r, 1.0 / args.hz)
     if not r["actor_alive"]:
         print(f"  the actor exited before the end: see {r['logs']}/policy_actor.log")
     for key, samples in r["rss"].items():
@@ -258,6 +352,11 @@ def cmd_soak(args: argparse.Namespace) -> None:
             rate = (m1 - mh) / max(t1 - th, 1e-9) * 3600
             print(f"  {key} RSS {m0:.1f} -> {mh:.1f} -> {m1:.1f} MB at 0 / {th / 60:.1f} / {t1 / 60:.1f} min "
                   f"(second half {rate:+.1f} MB/h)")
+
+
+def cmd_timer(args: argparse.Namespace) -> None:
+    r = run_timer(args.hz, args.seconds, args.rt_priority, args.out, args.wait_for_signal)
+    print(f"timer at {args.hz:g} Hz: {_timer_summary(r)}")
 
 
 def cmd_cameras(args: argparse.Namespace) -> None:
@@ -320,23 +419,27 @@ def main() -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("latency", "soak", "cameras"):
+    for name in ("latency", "soak", "cameras", "timer"):
         p = sub.add_parser(name)
         p.add_argument("--domain", type=int, default=int(os.environ.get("ROS_DOMAIN_ID", "57")))
-        if name in ("latency", "soak"):
+        if name in ("latency", "soak", "timer"):
             p.add_argument("--hz", type=float, default=10.0)
-            p.add_argument("--driver-hz", type=float, default=250.0)
             p.add_argument("--rt-priority", type=int, default=0,
                            help="run driver, bridge and actor SCHED_FIFO at this priority (1-99; 0: normal)")
-        if name == "latency":
+        if name in ("latency", "soak"):
+            p.add_argument("--driver-hz", type=float, default=250.0)
+        if name in ("latency", "timer"):
             p.add_argument("--seconds", type=float, default=30.0)
+        if name == "timer":
+            p.add_argument("--out", type=Path, default=None)
+            p.add_argument("--wait-for-signal", action="store_true", help="start counting at SIGUSR1")
         if name == "soak":
             p.add_argument("--minutes", type=float, default=10.0)
         if name == "cameras":
             p.add_argument("--seconds", type=float, default=20.0)
             p.add_argument("--size", type=int, default=128)
     args = parser.parse_args()
-    {"latency": cmd_latency, "soak": cmd_soak, "cameras": cmd_cameras}[args.cmd](args)
+    {"latency": cmd_latency, "soak": cmd_soak, "cameras": cmd_cameras, "timer": cmd_timer}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -72,12 +72,13 @@ class StepStats:
     latencies_s: deque[float] = field(default_factory=lambda: deque(maxlen=STATS_WINDOW))
     """The last ``STATS_WINDOW`` steps only: an actor runs for hours."""
     incidents: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=INCIDENTS_WINDOW))
-    """The last missed cycles and stale steps: ``kind``, ``step`` (of the run), ``episode_step`` and ``ms``
-    (past the tick, or waited for a fresh state), to tell start-up, episode starts and stalls apart."""
+    """The last missed cycles and stale steps: ``kind``, ``step`` (of the run), ``episode_step``, ``ms``
+    (past the tick, or waited for a fresh state) and ``time`` (wall clock, s), to tell start-up, episode
+    starts and stalls apart and to line them up with other processes' logs."""
 
     def incident(self, kind: str, episode_step: int, ms: float) -> None:
         self.incidents.append({"kind": kind, "step": self.steps, "episode_step": episode_step,
-                               "ms": round(ms, 3)})
+                               "ms": round(ms, 3), "time": round(time.time(), 4)})
 
 
 class _Latest:

@@ -51,12 +51,14 @@ def test_ros_env_conforms_against_the_sim_robot_state(tmp_path) -> None:
         env.reset()
         missed = env.stats.missed_cycles
         env.step(np.zeros(7, np.float32))
+        overrun_at = time.time()
         time.sleep(2.5 * env.period_s)
         env.step(np.zeros(7, np.float32))
         assert env.stats.missed_cycles >= missed + 1
         incident = env.stats.incidents[-1]
         assert incident["kind"] == "missed" and incident["episode_step"] == 1, list(env.stats.incidents)
         assert incident["ms"] >= env.period_s * 1e3, incident
+        assert overrun_at < incident["time"] < overrun_at + 1.0, incident  # wall clock, to match other logs
 
 
 def test_ros_env_conforms_with_sim_camera_images(tmp_path) -> None:
