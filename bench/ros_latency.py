@@ -16,14 +16,14 @@ latency: this process is the driver stack (``current_pose`` + ``joint_states`` a
     ``--rt-priority``: driver, bridge and actor run SCHED_FIFO, as on a real-time control PC.
 soak: the latency setup for ``--minutes``; resident memory (RSS) of bridge and actor is sampled every 10 s;
     growth is reported over the second half, after bounded buffers (the actor's stats window) have filled.
-    The peer: a bare timer loop (``timer``, no ROS, no work) runs beside it at the same rate and priority;
-    the host's steal time over the soak is read from /proc/stat. An actor miss that the peer also felt
-    (it woke > 2 ms late within the same few periods) is the host's, not the stack's.
+    The peer: a bare timer loop (``timer``, no ROS, no work) runs beside it at the same rate and priority
+    and logs host events; each of the actor's missed cycles is listed with the host events around it.
 cameras: this process publishes two ``--size``^2 rgb8 cameras at 30 Hz (reliable, like realsense); two
     camera_bridge processes forward them to ``rl/images/*``; counts frames in and out, and the latency.
 timer: the control loop's schedule (sleep to the next tick; later than the tick counts as a missed cycle)
-    with nothing else in the process: how late the host wakes a process that does no work. Until SIGTERM or
-    ``--seconds``; ``--out`` writes the figures as JSON.
+    with nothing else in the process: how late the host wakes a process that does no work. Host events with
+    their wall time: its own late wake-ups (stalls) and steal time per vCPU (from /proc/stat every tick:
+    time a VM's hypervisor did not run that vCPU). Until SIGTERM or ``--seconds``; ``--out`` writes JSON.
 """
 
 from __future__ import annotations
@@ -88,15 +88,13 @@ def _node(domain: int, name: str):
     from rclpy.node import Node
     from robot_rl_ros.specs import ENVIRONMENT
 
-    from robot_rl.ros.runtime import make_executor, spin_until_shutdown
+    from robot_rl.ros.runtime import BackgroundSpinner
 
     os.environ.update(ENVIRONMENT, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     context = Context()
     rclpy.init(context=context, domain_id=domain)
     node = Node(name, namespace="/bench", context=context)
-    executor = make_executor(node)  # as the nodes do: the driver stack it stands for is C++
-    threading.Thread(target=spin_until_shutdown, args=(executor, node), daemon=True).start()
-    return node, executor, context
+    return node, BackgroundSpinner(node), context  # the nodes' executor: the driver stack it stands for is C++
 
 
 def _percentiles(values_ms: list[float]) -> str:
@@ -143,8 +141,15 @@ class Driver:
 STALL_MS = 2.0  # a wake-up this late is a stall of the host (the actor's cycle needs ~2 ms of a 10-ms period)
 
 
+def _steal_ticks() -> list[int]:
+    """Steal time per CPU so far (USER_HZ ticks, /proc/stat): time the hypervisor did not run that vCPU."""
+    lines = Path("/proc/stat").read_text().splitlines()
+    return [int(f[8]) for f in (line.split() for line in lines[1:]) if f[0][3:].isdigit() and len(f) > 8]
+
+
 def run_timer(hz: float, seconds: float, rt_priority: int, out: Path | None, wait_for_signal: bool = False) -> dict:
-    """The actor's tick schedule with no work: wake-up lateness, missed ticks, and each stall's wall time.
+    """The actor's tick schedule with no work: wake-up lateness and missed ticks; each host event with its wall
+    time: a stall (this loop woke > ``STALL_MS`` late) or steal time on a vCPU (10-ms resolution).
     ``wait_for_signal``: start counting at SIGUSR1 (the soak's measurement window), sleeping until then."""
     stop, go = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: (stop.set(), go.set()))
@@ -154,10 +159,11 @@ def run_timer(hz: float, seconds: float, rt_priority: int, out: Path | None, wai
     if wait_for_signal:
         while not go.wait(0.1):
             pass
-    period = 1.0 / hz
+    period, tick_ms = 1.0 / hz, 1e3 / os.sysconf("SC_CLK_TCK")
     late_ms = np.zeros(int(seconds * hz) + 1 if np.isfinite(seconds) else 10 * 3600 * int(hz))
-    stalls: list[dict] = []
-    ticks = missed = 0
+    events: list[dict] = []
+    steal = _steal_ticks()
+    ticks = missed = stalls = 0
     end = time.monotonic() + seconds
     next_tick = time.monotonic()
     while not stop.is_set() and ticks < late_ms.size and time.monotonic() < end:
@@ -172,9 +178,14 @@ def run_timer(hz: float, seconds: float, rt_priority: int, out: Path | None, wai
         late_ms[ticks] = late
         ticks += 1
         if late > STALL_MS:
-            stalls.append({"time": round(time.time(), 4), "ms": round(late, 3)})
+            stalls += 1
+            events.append({"kind": "stall", "time": round(time.time(), 4), "ms": round(late, 3)})
+        steal, before = _steal_ticks(), steal
+        events += [{"kind": "steal", "time": round(time.time(), 4), "cpu": cpu, "ms": (b - a) * tick_ms}
+                   for cpu, (a, b) in enumerate(zip(before, steal)) if b > a]
     lateness = late_ms[:ticks]
-    result = {"hz": hz, "ticks": ticks, "missed": missed, "stalls": stalls[-1000:], "n_stalls": len(stalls),
+    result = {"hz": hz, "ticks": ticks, "missed": missed, "stalls": stalls, "events": events[-2000:],
+              "steal_ms": sum(e["ms"] for e in events if e["kind"] == "steal"),
               "late_ms_p50": float(np.percentile(lateness, 50)) if ticks else None,
               "late_ms_p99": float(np.percentile(lateness, 99)) if ticks else None,
               "late_ms_max": float(lateness.max()) if ticks else None}
@@ -186,20 +197,15 @@ def run_timer(hz: float, seconds: float, rt_priority: int, out: Path | None, wai
 def _timer_summary(r: dict) -> str:
     if not r["ticks"]:
         return "no ticks"
-    return (f"{r['missed']} missed of {r['ticks']} ticks, {r['n_stalls']} wake-ups > {STALL_MS:g} ms late; "
-            f"lateness p50 {r['late_ms_p50']:.2f} / p99 {r['late_ms_p99']:.2f} / max {r['late_ms_max']:.1f} ms")
+    return (f"{r['missed']} missed of {r['ticks']} ticks, {r['stalls']} wake-ups > {STALL_MS:g} ms late "
+            f"(lateness p50 {r['late_ms_p50']:.2f} / p99 {r['late_ms_p99']:.2f} / max {r['late_ms_max']:.1f} ms); "
+            f"host steal time {r['steal_ms']:.0f} ms")
 
 
-def _steal_s() -> float:
-    """The host's steal time so far, summed over CPUs (s): time this VM was runnable but not run."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()
-    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else float("nan")
-
-
-def _felt_by_peer(incident: dict, peer_stalls: list[dict], period_s: float) -> bool:
-    """Whether the timer peer stalled within the periods before the actor noticed its miss."""
+def _host_events_near(incident: dict, events: list[dict], period_s: float) -> list[dict]:
+    """The peer's host events within the periods before the actor noticed its miss (and one after)."""
     window = incident["ms"] / 1e3 + 2 * period_s
-    return any(incident["time"] - window <= s["time"] <= incident["time"] + period_s for s in peer_stalls)
+    return [e for e in events if incident["time"] - window <= e["time"] <= incident["time"] + period_s]
 
 
 def _arm_config(directory: Path, hz: float) -> str:
@@ -234,7 +240,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
                                  "--wait-for-signal"], stdout=subprocess.DEVNULL)
     if args.rt_priority:  # this process is the driver stack: real drivers run SCHED_FIFO too
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
-    node, executor, context = _node(args.domain, "bench_driver")
+    node, spinner, context = _node(args.domain, "bench_driver")
     driver = Driver(node, args.driver_hz)
     settle_heap()  # as our nodes do (the C++ driver stack this stands for has no collector)
     echoes: list[tuple[float, float]] = []  # (obs stamp, command stamp)
@@ -263,7 +269,6 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
         echoes.clear()
         if peer is not None:
             peer.send_signal(signal.SIGUSR1)
-        steal_start = _steal_s()
         start = time.monotonic()
         next_sample = start
         while time.monotonic() - start < seconds:
@@ -277,10 +282,9 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
                           f"actor {rss['policy_actor'][-1][1]:.1f} MB, {len(echoes)} steps", flush=True)
             time.sleep(0.2)
         window = list(echoes)
-        steal = _steal_s() - steal_start
     finally:
         _stop(procs[::-1])  # the actor first: a bridge stopped under it would end its last step stale
-        executor.shutdown(timeout_sec=1.0)
+        spinner.stop()
         node.destroy_node()
         import rclpy
 
@@ -298,7 +302,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
             "stale_steps": actor_stats.get("stale_steps"), "incidents": actor_stats.get("incidents", []),
             "actor_alive": actor.returncode in (None, 0, -15),
             "policy_ms_p50": actor_stats.get("policy_ms_p50"), "to_bridge_ms": to_bridge, "total_ms": total,
-            "rss": rss, "logs": str(tmp), "peer": peer_stats, "steal_s": steal}
+            "rss": rss, "logs": str(tmp), "peer": peer_stats}
 
 
 def cmd_latency(args: argparse.Namespace) -> None:
@@ -322,15 +326,18 @@ def _print_incidents(r: dict) -> None:
 
 def _print_peer(r: dict, period_s: float) -> None:
     peer = r["peer"]
-    print(f"  host: {r['steal_s']:.1f} s of steal time over the soak (summed over CPUs)")
     if peer is None:
         print("  timer peer: no result (it did not stop cleanly)")
         return
     print(f"  timer peer (same schedule, no work): {_timer_summary(peer)}")
     misses = [i for i in r["incidents"] if i["kind"] == "missed" and "time" in i]
+    near = [_host_events_near(i, peer["events"], period_s) for i in misses]
     if misses:
-        felt = sum(_felt_by_peer(i, peer["stalls"], period_s) for i in misses)
-        print(f"  of the actor's last {len(misses)} missed cycles, {felt} came when the peer stalled too")
+        print(f"  of the actor's last {len(misses)} missed cycles, {sum(map(bool, near))} came with a host event:")
+    for incident, events in zip(misses[-10:], near[-10:]):
+        what = ", ".join(f"{e['kind']} {e['ms']:.0f} ms" + (f" on cpu{e['cpu']}" if "cpu" in e else "")
+                         for e in events) or "none"
+        print(f"    step {incident['step']}: {what}")
 
 
 def cmd_soak(args: argparse.Namespace) -> None:
@@ -367,7 +374,7 @@ def cmd_cameras(args: argparse.Namespace) -> None:
     from robot_rl.ros.qos import SENSOR
 
     tmp = Path(tempfile.mkdtemp(prefix="ros_cameras_"))
-    node, executor, context = _node(args.domain, "bench_cameras")
+    node, spinner, context = _node(args.domain, "bench_cameras")
     cams = ("front", "wrist")
     pubs = {c: node.create_publisher(Image, f"/bench/camera/{c}/color/image_raw", QoSProfile(depth=10))
             for c in cams}
@@ -403,7 +410,7 @@ def cmd_cameras(args: argparse.Namespace) -> None:
         time.sleep(1.0)
     finally:
         _stop(procs)
-        executor.shutdown(timeout_sec=1.0)
+        spinner.stop()
         node.destroy_node()
         import rclpy
 

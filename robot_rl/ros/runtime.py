@@ -80,10 +80,11 @@ def make_executor(node: Node) -> Executor:
     return executor
 
 
-def spin_until_shutdown(executor: Executor, node: Node) -> None:
-    """Run callbacks until ``node``'s context shuts down (SIGINT/SIGTERM or ``rclpy.shutdown``)."""
+def spin_until_shutdown(executor: Executor, node: Node, stop: threading.Event | None = None) -> None:
+    """Run callbacks until ``node``'s context shuts down (SIGINT/SIGTERM or ``rclpy.shutdown``) or ``stop``
+    is set (checked every 0.1 s)."""
     with contextlib.suppress(ExternalShutdownException):  # raised by a wait that the shutdown ended
-        while node.context.ok():
+        while node.context.ok() and not (stop is not None and stop.is_set()):
             executor.spin_once(timeout_sec=0.1)
 
 
@@ -119,16 +120,20 @@ class BackgroundSpinner:
         settle_heap()
         self.node = node
         self.executor = make_executor(node)
+        self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name=f"spin-{node.get_name()}")
         self.thread.start()
 
     def _run(self) -> None:
         with contextlib.suppress(Exception):  # shutdown races end the thread
-            spin_until_shutdown(self.executor, self.node)
+            spin_until_shutdown(self.executor, self.node, self._stop)
 
     def stop(self) -> None:
-        self.executor.shutdown(timeout_sec=1.0)
+        """Leave the spin loop, then shut the executor down: shutting an EventsExecutor down (or destroying
+        its node) while another thread is inside ``spin_once`` crashed the process (segfault, seen once)."""
+        self._stop.set()
         self.thread.join(timeout=2.0)
+        self.executor.shutdown(timeout_sec=1.0)
 
 
 def init(argv: Sequence[str] | None) -> None:

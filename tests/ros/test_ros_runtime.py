@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -15,7 +16,13 @@ from rclpy.node import Node  # noqa: E402
 from ros_harness import ros_domain  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
-from robot_rl.ros.runtime import EXECUTOR_ENV, make_executor, settle_heap, spin_until_shutdown  # noqa: E402
+from robot_rl.ros.runtime import (  # noqa: E402
+    EXECUTOR_ENV,
+    BackgroundSpinner,
+    make_executor,
+    settle_heap,
+    spin_until_shutdown,
+)
 
 
 def test_unknown_executor_is_refused_with_its_source(monkeypatch) -> None:
@@ -55,9 +62,32 @@ def test_spin_loop_delivers_and_returns_on_shutdown(choice: str, monkeypatch) ->
         node.destroy_node()
 
 
-def test_settle_heap_leaves_a_full_collection_only_what_was_allocated_after() -> None:
-    import gc
+def test_background_spinner_stops_while_its_context_is_still_up() -> None:
+    """An actor stops its spinner before the node and context go (no SIGTERM needed): the loop is left before
+    the executor is shut down, with a timer firing all along."""
+    with ros_domain("runtime_spinner") as domain:
+        context = Context()
+        rclpy.init(context=context, domain_id=domain)
+        node = Node("spinner_probe", context=context)
+        ticks: list[float] = []
+        node.create_timer(0.005, lambda: ticks.append(time.monotonic()))
+        spinner = BackgroundSpinner(node)
+        deadline = time.monotonic() + 10
+        while len(ticks) < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(ticks) >= 10, f"only {len(ticks)} timer callbacks in 10 s"
+        spinner.stop()
+        assert not spinner.thread.is_alive(), "the spin thread outlived stop()"
+        assert context.ok(), "stop() must not need the context shut down"
+        count = len(ticks)
+        time.sleep(0.05)
+        assert len(ticks) == count, "callbacks still ran after stop()"
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        gc.unfreeze()  # BackgroundSpinner froze this test process's heap
 
+
+def test_settle_heap_leaves_a_full_collection_only_what_was_allocated_after() -> None:
     try:
         settle_heap()
         assert gc.get_freeze_count() > 10_000, "start-up objects (torch, rclpy) were not frozen"
