@@ -318,10 +318,12 @@ def cmd_latency(args: argparse.Namespace) -> None:
 
 
 def _print_incidents(r: dict) -> None:
-    """The actor's missed cycles and stale steps: when (step of the run, of its episode) and by how much."""
+    """The actor's missed cycles and stale steps: when (step of the run, of its episode), by how much, and
+    where a missed period went (`RosArmEnv` CYCLE_PHASES)."""
     for i in r["incidents"][-10:]:
+        cycle = ", ".join(f"{k} {v:.1f}" for k, v in i.get("cycle", {}).items())
         print(f"  actor {i['kind']} at step {i['step']} of {r['actor_steps']} (episode step {i['episode_step']}): "
-              f"{i['ms']:.1f} ms")
+              f"{i['ms']:.1f} ms" + (f"; the period (ms): {cycle}" if cycle else ""))
 
 
 def _print_peer(r: dict, period_s: float) -> None:

@@ -74,11 +74,21 @@ class StepStats:
     incidents: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=INCIDENTS_WINDOW))
     """The last missed cycles and stale steps: ``kind``, ``step`` (of the run), ``episode_step``, ``ms``
     (past the tick, or waited for a fresh state) and ``time`` (wall clock, s), to tell start-up, episode
-    starts and stalls apart and to line them up with other processes' logs."""
+    starts and stalls apart and to line them up with other processes' logs. A missed cycle also says where
+    its period went (``cycle``: ``CYCLE_PHASES`` in ms)."""
 
-    def incident(self, kind: str, episode_step: int, ms: float) -> None:
-        self.incidents.append({"kind": kind, "step": self.steps, "episode_step": episode_step,
-                               "ms": round(ms, 3), "time": round(time.time(), 4)})
+    def incident(self, kind: str, episode_step: int, ms: float, cycle: dict[str, float] | None = None) -> None:
+        record = {"kind": kind, "step": self.steps, "episode_step": episode_step, "ms": round(ms, 3),
+                  "time": round(time.time(), 4)}
+        if cycle:
+            record["cycle"] = {k: round(v, 3) for k, v in cycle.items()}
+        self.incidents.append(record)
+
+
+CYCLE_PHASES = ("woke_late", "state_wait", "echo_wait", "caller")
+"""Where a control period goes (ms): the sleep to the tick returned late by ``woke_late``, then waited
+``state_wait`` for a robot state newer than the tick and ``echo_wait`` for the bridge's echo; ``caller`` is
+the time between ``step`` returning and the next call (the policy, the learner link, storing the step)."""
 
 
 class _Latest:
@@ -125,6 +135,8 @@ class RosArmEnv(gym.Env):
         self._obs_stamp = None
         self._next_tick = time.monotonic()
         self._steps = 0
+        self._cycle: dict[str, float] = {}  # this period's CYCLE_PHASES so far
+        self._returned_at = time.monotonic()
 
     # --- gymnasium API -----------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -140,18 +152,25 @@ class RosArmEnv(gym.Env):
         self._wait_fresh(since, self.config.reset_timeout_s, everything=True)
         self._steps = 0
         self._next_tick = time.monotonic()
+        self._cycle = {}
         obs, success = self._observation()
+        self._returned_at = time.monotonic()
         return obs, {"intervention": False, "safety_clipped": False, "is_success": success}
 
     def step(self, action: np.ndarray):
+        self._cycle["caller"] = (time.monotonic() - self._returned_at) * 1e3
         raw = check_action(action, source="RosArmEnv.step(action)")
         a = np.clip(raw, -1.0, 1.0)
         clipped = bool(np.any(a != raw))
         stamp, episode_step = self._obs_stamp, self._steps
         self.action_pub.publish(named_vector(names.ACTION_NAMES, a, stamp))
         self._wait_next_tick()
+        t0 = time.monotonic()
         fresh = self._wait_fresh(self._next_tick, self.config.step_timeout_s, raise_=False)
+        t1 = time.monotonic()
         echo = self._take_echo(stamp)
+        self._cycle.update(woke_late=(t0 - self._next_tick) * 1e3, state_wait=(t1 - t0) * 1e3,
+                           echo_wait=(time.monotonic() - t1) * 1e3)
         obs, success = self._observation()
         self._steps += 1
         info: dict[str, Any] = {"intervention": False, "safety_clipped": clipped, "is_success": success}
@@ -174,6 +193,7 @@ class RosArmEnv(gym.Env):
                 self.stats.stale_steps += 1
                 self.stats.incident("stale", episode_step, self.config.step_timeout_s * 1e3)
         self.stats.steps += 1
+        self._returned_at = time.monotonic()
         return obs, reward, terminated, truncated, info
 
     # --- internals ---------------------------------------------------------------------------------------
@@ -200,10 +220,11 @@ class RosArmEnv(gym.Env):
         now = time.monotonic()
         if now > self._next_tick:  # the policy or a stall overran the period: count it and re-phase
             self.stats.missed_cycles += 1
-            self.stats.incident("missed", self._steps, (now - self._next_tick) * 1e3)
+            self.stats.incident("missed", self._steps, (now - self._next_tick) * 1e3, self._cycle)
             self._next_tick = now
-            return
-        time.sleep(self._next_tick - now)
+        else:
+            time.sleep(self._next_tick - now)
+        self._cycle = {}
 
     def _wait_fresh(self, since: float, timeout_s: float, everything: bool = False, raise_: bool = True) -> bool:
         """Wait for robot state (``everything``: images, reward, privileged too) newer than ``since``."""

@@ -59,6 +59,7 @@ def test_ros_env_conforms_against_the_sim_robot_state(tmp_path) -> None:
         assert incident["kind"] == "missed" and incident["episode_step"] == 1, list(env.stats.incidents)
         assert incident["ms"] >= env.period_s * 1e3, incident
         assert overrun_at < incident["time"] < overrun_at + 1.0, incident  # wall clock, to match other logs
+        assert incident["cycle"]["caller"] >= 2.5 * env.period_s * 1e3, incident  # the period went to the caller
 
 
 def test_ros_env_conforms_with_sim_camera_images(tmp_path) -> None:
