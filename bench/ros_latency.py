@@ -160,13 +160,13 @@ def run_timer(hz: float, seconds: float, rt_priority: int, out: Path | None, wai
         while not go.wait(0.1):
             pass
     period, tick_ms = 1.0 / hz, 1e3 / os.sysconf("SC_CLK_TCK")
-    late_ms = np.zeros(int(seconds * hz) + 1 if np.isfinite(seconds) else 10 * 3600 * int(hz))
+    late_ms: list[float] = []
     events: list[dict] = []
     steal = _steal_ticks()
-    ticks = missed = stalls = 0
+    missed = stalls = 0
     end = time.monotonic() + seconds
     next_tick = time.monotonic()
-    while not stop.is_set() and ticks < late_ms.size and time.monotonic() < end:
+    while not stop.is_set() and time.monotonic() < end:
         next_tick += period
         now = time.monotonic()
         if now > next_tick:  # as RosArmEnv counts: woke more than a period late
@@ -175,15 +175,14 @@ def run_timer(hz: float, seconds: float, rt_priority: int, out: Path | None, wai
         else:
             time.sleep(next_tick - now)
         late = (time.monotonic() - next_tick) * 1e3
-        late_ms[ticks] = late
-        ticks += 1
+        late_ms.append(late)
         if late > STALL_MS:
             stalls += 1
             events.append({"kind": "stall", "time": round(time.time(), 4), "ms": round(late, 3)})
         steal, before = _steal_ticks(), steal
         events += [{"kind": "steal", "time": round(time.time(), 4), "cpu": cpu, "ms": (b - a) * tick_ms}
                    for cpu, (a, b) in enumerate(zip(before, steal)) if b > a]
-    lateness = late_ms[:ticks]
+    lateness, ticks = np.asarray(late_ms), len(late_ms)
     result = {"hz": hz, "ticks": ticks, "missed": missed, "stalls": stalls, "events": events[-2000:],
               "steal_ms": sum(e["ms"] for e in events if e["kind"] == "steal"),
               "late_ms_p50": float(np.percentile(lateness, 50)) if ticks else None,
@@ -434,7 +433,7 @@ def main() -> None:
         if name in ("latency", "soak", "timer"):
             p.add_argument("--hz", type=float, default=10.0)
             p.add_argument("--rt-priority", type=int, default=0,
-                           help="run driver, bridge and actor SCHED_FIFO at this priority (1-99; 0: normal)")
+                           help="SCHED_FIFO priority (1-99; 0: normal) of driver, bridge, actor and timer peer")
         if name in ("latency", "soak"):
             p.add_argument("--driver-hz", type=float, default=250.0)
         if name in ("latency", "timer"):
