@@ -17,7 +17,8 @@ latency: this process is the driver stack (``current_pose`` + ``joint_states`` a
 soak: the latency setup for ``--minutes``; resident memory (RSS) of bridge and actor is sampled every 10 s;
     growth is reported over the second half, after bounded buffers (the actor's stats window) have filled.
     The peer: a bare timer loop (``timer``, no ROS, no work) runs beside it at the same rate and priority
-    and logs host events; each of the actor's missed cycles is listed with the host events around it.
+    and logs host events; each of the actor's missed cycles is listed with the host events and the driver's
+    publishing gaps around it.
 cameras: this process publishes two ``--size``^2 rgb8 cameras at 30 Hz (reliable, like realsense); two
     camera_bridge processes forward them to ``rl/images/*``; counts frames in and out, and the latency.
 timer: the control loop's schedule (sleep to the next tick; later than the tick counts as a missed cycle)
@@ -106,7 +107,8 @@ def _percentiles(values_ms: list[float]) -> str:
 
 
 class Driver:
-    """A driver stack: PoseStamped + JointState at ``hz``; records target_pose arrivals by command stamp."""
+    """A driver stack: PoseStamped + JointState at ``hz``; records target_pose arrivals by command stamp and
+    its own publishing gaps longer than two periods (the bridge publishes robot state on driver poses)."""
 
     def __init__(self, node, hz: float) -> None:
         from geometry_msgs.msg import PoseStamped
@@ -118,6 +120,7 @@ class Driver:
         self.node, self.pose_msg, self.JointState = node, pose_msg, JointState
         self.position, self.rotation = np.array([0.5, 0.0, 0.3]), np.diag([1.0, -1.0, -1.0])
         self.arrivals: dict[float, float] = {}
+        self.hz, self.last_publish, self.gaps = hz, None, []
         self.pose_pub = node.create_publisher(PoseStamped, "current_pose", QoSProfile(depth=10))
         self.joint_pub = node.create_publisher(JointState, "joint_states", QoSProfile(depth=10))
 
@@ -131,6 +134,11 @@ class Driver:
         node.create_timer(1.0 / hz, self.publish)
 
     def publish(self) -> None:
+        now = time.monotonic()
+        if self.last_publish is not None and now - self.last_publish > 2.0 / self.hz:
+            self.gaps.append({"kind": "driver gap", "time": round(time.time(), 4),
+                              "ms": round((now - self.last_publish) * 1e3, 3)})
+        self.last_publish = now
         stamp = self.node.get_clock().now().to_msg()
         js = self.JointState(name=[f"fr3_joint{i}" for i in range(1, 8)], position=[0.0] * 7)
         js.header.stamp = stamp
@@ -202,7 +210,8 @@ def _timer_summary(r: dict) -> str:
 
 
 def _host_events_near(incident: dict, events: list[dict], period_s: float) -> list[dict]:
-    """The peer's host events within the periods before the actor noticed its miss (and one after)."""
+    """The events (the peer's, the driver's) within the periods before the actor noticed its miss (and one
+    after)."""
     window = incident["ms"] / 1e3 + 2 * period_s
     return [e for e in events if incident["time"] - window <= e["time"] <= incident["time"] + period_s]
 
@@ -266,6 +275,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
             raise RuntimeError(f"no control loop within 60 s; logs in {tmp}")
         time.sleep(2.0)  # warm-up
         echoes.clear()
+        driver.gaps.clear()
         if peer is not None:
             peer.send_signal(signal.SIGUSR1)
         start = time.monotonic()
@@ -301,7 +311,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
             "stale_steps": actor_stats.get("stale_steps"), "incidents": actor_stats.get("incidents", []),
             "actor_alive": actor.returncode in (None, 0, -15),
             "policy_ms_p50": actor_stats.get("policy_ms_p50"), "to_bridge_ms": to_bridge, "total_ms": total,
-            "rss": rss, "logs": str(tmp), "peer": peer_stats}
+            "rss": rss, "logs": str(tmp), "peer": peer_stats, "driver_gaps": list(driver.gaps)}
 
 
 def cmd_latency(args: argparse.Namespace) -> None:
@@ -331,10 +341,14 @@ def _print_peer(r: dict, period_s: float) -> None:
         print("  timer peer: no result (it did not stop cleanly)")
         return
     print(f"  timer peer (same schedule, no work): {_timer_summary(peer)}")
+    gaps = r["driver_gaps"]
+    print(f"  driver (this process): {len(gaps)} publishing gaps > 2 periods, max "
+          f"{max((g['ms'] for g in gaps), default=0):.1f} ms")
     misses = [i for i in r["incidents"] if i["kind"] == "missed" and "time" in i]
-    near = [_host_events_near(i, peer["events"], period_s) for i in misses]
+    near = [_host_events_near(i, peer["events"] + gaps, period_s) for i in misses]
     if misses:
-        print(f"  of the actor's last {len(misses)} missed cycles, {sum(map(bool, near))} came with a host event:")
+        print(f"  of the actor's last {len(misses)} missed cycles, {sum(map(bool, near))} came with a host event "
+              "or a driver gap:")
     for incident, events in zip(misses[-10:], near[-10:]):
         what = ", ".join(f"{e['kind']} {e['ms']:.0f} ms" + (f" on cpu{e['cpu']}" if "cpu" in e else "")
                          for e in events) or "none"
