@@ -309,6 +309,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
     return {"hz": args.hz, "steps": len(window), "expected_steps": expected, "late_commands": late,
             "missed_cycles": actor_stats.get("missed_cycles"), "actor_steps": actor_stats.get("steps"),
             "stale_steps": actor_stats.get("stale_steps"), "incidents": actor_stats.get("incidents", []),
+            "late_observations": actor_stats.get("late_observations"),
             "actor_alive": actor.returncode in (None, 0, -15),
             "policy_ms_p50": actor_stats.get("policy_ms_p50"), "to_bridge_ms": to_bridge, "total_ms": total,
             "rss": rss, "logs": str(tmp), "peer": peer_stats, "driver_gaps": list(driver.gaps)}
@@ -360,7 +361,8 @@ def cmd_soak(args: argparse.Namespace) -> None:
     r = run_loop(args, args.seconds, soak=True)
     print(f"soak: {args.minutes:g} min at {args.hz:g} Hz, {r['steps']} steps of {r['expected_steps']:.0f}, "
           f"{r['late_commands']} commands > 1.5 periods after the previous one; actor (whole run, start-up "
-          f"included): missed cycles {r['missed_cycles']}, stale-observation steps {r['stale_steps']} "
+          f"included): missed cycles {r['missed_cycles']}, stale-observation steps {r['stale_steps']}, late "
+          f"observations {r['late_observations']} "
           f"(load average {os.getloadavg()[0]:.1f})")
     print(f"  observation -> command received by the driver: {_percentiles(r['total_ms'])}")
     _print_incidents(r)

@@ -159,7 +159,8 @@ class ActorStats:
         if env_stats is not None:
             lat = np.asarray(env_stats.latencies_s) * 1e3
             out.update(missed_cycles=env_stats.missed_cycles, missing_echoes=env_stats.missing_echoes,
-                       stale_steps=env_stats.stale_steps, incidents=list(env_stats.incidents),
+                       stale_steps=env_stats.stale_steps, late_observations=env_stats.late_observations,
+                       incidents=list(env_stats.incidents),
                        latencies_ms=lat.round(4).tolist())
         return out
 

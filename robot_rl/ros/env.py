@@ -52,10 +52,17 @@ class RosEnvConfig:
     terminate_on_success: bool = True
     step_timeout_s: float = 0.5
     reset_timeout_s: float = 60.0
+    fresh_state_wait: float = 0.5
+    """Fraction of a control period that a step waits after its tick for a robot state newer than the tick.
+    Past it the step goes on with the latest state if that is newer than the previous observation's (a late
+    observation, counted), so a pause of the state stream costs freshness, not a command cycle; with nothing
+    newer it waits on for ``step_timeout_s`` (then stale)."""
 
     def __post_init__(self) -> None:
         if self.max_episode_steps < 1:
             raise ValueError(f"RosEnvConfig.max_episode_steps must be >= 1, got {self.max_episode_steps}")
+        if not 0 < self.fresh_state_wait <= 1:
+            raise ValueError(f"RosEnvConfig.fresh_state_wait must be in (0, 1], got {self.fresh_state_wait}")
         if self.step_timeout_s <= 0 or self.reset_timeout_s <= 0:
             raise ValueError("RosEnvConfig.step_timeout_s and reset_timeout_s must be > 0")
 
@@ -68,6 +75,8 @@ class StepStats:
     missed_cycles: int = 0
     missing_echoes: int = 0
     stale_steps: int = 0
+    late_observations: int = 0
+    """Steps that went on with a state from before their tick (see ``RosEnvConfig.fresh_state_wait``)."""
     """Steps whose observation did not refresh within ``step_timeout_s`` (the episode is truncated there)."""
     latencies_s: deque[float] = field(default_factory=lambda: deque(maxlen=STATS_WINDOW))
     """The last ``STATS_WINDOW`` steps only: an actor runs for hours."""
@@ -133,6 +142,7 @@ class RosArmEnv(gym.Env):
         self.reset_client = node.create_client(Trigger, f"{config.bridge}/reset",
                                                callback_group=MutuallyExclusiveCallbackGroup())
         self._obs_stamp = None
+        self._obs_state_time = -np.inf  # arrival of the state the last observation was made of
         self._next_tick = time.monotonic()
         self._steps = 0
         self._cycle: dict[str, float] = {}  # this period's CYCLE_PHASES so far
@@ -166,7 +176,7 @@ class RosArmEnv(gym.Env):
         self.action_pub.publish(named_vector(names.ACTION_NAMES, a, stamp))
         self._wait_next_tick()
         t0 = time.monotonic()
-        fresh = self._wait_fresh(self._next_tick, self.config.step_timeout_s, raise_=False)
+        fresh = self._wait_state(self._next_tick)
         t1 = time.monotonic()
         echo = self._take_echo(stamp)
         self._cycle.update(woke_late=(t0 - self._next_tick) * 1e3, state_wait=(t1 - t0) * 1e3,
@@ -226,6 +236,15 @@ class RosArmEnv(gym.Env):
             time.sleep(self._next_tick - now)
         self._cycle = {}
 
+    def _wait_state(self, tick: float) -> bool:
+        """A state newer than ``tick``, or after ``fresh_state_wait`` periods one newer than the last observation's."""
+        if self._wait_fresh(tick, self.config.fresh_state_wait * self.period_s, raise_=False):
+            return True
+        if self._state.time_s > self._obs_state_time:
+            self.stats.late_observations += 1
+            return True
+        return self._wait_fresh(tick, self.config.step_timeout_s, raise_=False)
+
     def _wait_fresh(self, since: float, timeout_s: float, everything: bool = False, raise_: bool = True) -> bool:
         """Wait for robot state (``everything``: images, reward, privileged too) newer than ``since``."""
         wanted = [self._state]
@@ -247,7 +266,7 @@ class RosArmEnv(gym.Env):
 
     def _observation(self) -> tuple[dict[str, np.ndarray], bool]:
         with self._cond:
-            state_msg = self._state.msg
+            state_msg, self._obs_state_time = self._state.msg, self._state.time_s
             self._obs_stamp = state_msg.header.stamp
             state = names.pick(state_msg.name, state_msg.position, names.STATE_NAMES)
             obs: dict[str, np.ndarray] = {"state": np.asarray(state, np.float32)}
