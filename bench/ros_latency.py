@@ -329,7 +329,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
 
 def _print_incidents(r: dict) -> None:
     """The actor's missed cycles and stale steps: when (step of the run, of its episode), by how much, and
-    where a missed period went (`RosArmEnv` CYCLE_PHASES)."""
+    where a missed period went (`StepStats.incidents` in robot_rl/ros/env.py)."""
     for i in r["incidents"][-10:]:
         cycle = ", ".join(f"{k} {v:.1f}" for k, v in i.get("cycle", {}).items())
         print(f"  actor {i['kind']} at step {i['step']} of {r['actor_steps']} (episode step {i['episode_step']}): "

@@ -75,16 +75,18 @@ class StepStats:
     missed_cycles: int = 0
     missing_echoes: int = 0
     stale_steps: int = 0
+    """Steps whose observation did not refresh within ``step_timeout_s`` (the episode is truncated there)."""
     late_observations: int = 0
     """Steps that went on with a state from before their tick (see ``RosEnvConfig.fresh_state_wait``)."""
-    """Steps whose observation did not refresh within ``step_timeout_s`` (the episode is truncated there)."""
     latencies_s: deque[float] = field(default_factory=lambda: deque(maxlen=STATS_WINDOW))
     """The last ``STATS_WINDOW`` steps only: an actor runs for hours."""
     incidents: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=INCIDENTS_WINDOW))
     """The last missed cycles and stale steps: ``kind``, ``step`` (of the run), ``episode_step``, ``ms``
     (past the tick, or waited for a fresh state) and ``time`` (wall clock, s), to tell start-up, episode
     starts and stalls apart and to line them up with other processes' logs. A missed cycle also says where
-    its period went (``cycle``: ``CYCLE_PHASES`` in ms)."""
+    its period went (``cycle``, ms): the sleep to the tick returned ``woke_late``, then the step waited
+    ``state_wait`` for a robot state and ``echo_wait`` for the bridge's echo; ``caller`` is the time between
+    ``step`` returning and the next call (the policy, the learner link, storing the step)."""
 
     def incident(self, kind: str, episode_step: int, ms: float, cycle: dict[str, float] | None = None) -> None:
         record = {"kind": kind, "step": self.steps, "episode_step": episode_step, "ms": round(ms, 3),
@@ -93,11 +95,6 @@ class StepStats:
             record["cycle"] = {k: round(v, 3) for k, v in cycle.items()}
         self.incidents.append(record)
 
-
-CYCLE_PHASES = ("woke_late", "state_wait", "echo_wait", "caller")
-"""Where a control period goes (ms): the sleep to the tick returned late by ``woke_late``, then waited
-``state_wait`` for a robot state newer than the tick and ``echo_wait`` for the bridge's echo; ``caller`` is
-the time between ``step`` returning and the next call (the policy, the learner link, storing the step)."""
 
 
 class _Latest:
@@ -145,7 +142,7 @@ class RosArmEnv(gym.Env):
         self._obs_state_time = -np.inf  # arrival of the state the last observation was made of
         self._next_tick = time.monotonic()
         self._steps = 0
-        self._cycle: dict[str, float] = {}  # this period's CYCLE_PHASES so far
+        self._cycle: dict[str, float] = {}  # where this period went so far (StepStats.incidents' ``cycle``)
         self._returned_at = time.monotonic()
 
     # --- gymnasium API -----------------------------------------------------------------------------------
@@ -162,7 +159,7 @@ class RosArmEnv(gym.Env):
         self._wait_fresh(since, self.config.reset_timeout_s, everything=True)
         self._steps = 0
         self._next_tick = time.monotonic()
-        self._cycle = {}
+        self._cycle.clear()
         obs, success = self._observation()
         self._returned_at = time.monotonic()
         return obs, {"intervention": False, "safety_clipped": False, "is_success": success}
@@ -234,7 +231,7 @@ class RosArmEnv(gym.Env):
             self._next_tick = now
         else:
             time.sleep(self._next_tick - now)
-        self._cycle = {}
+        self._cycle.clear()  # reused, not reallocated: the loop allocates no container per cycle
 
     def _wait_state(self, tick: float) -> bool:
         """A state newer than ``tick``, or after ``fresh_state_wait`` periods one newer than the last observation's."""
