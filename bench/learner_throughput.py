@@ -5,7 +5,9 @@ actor step and one temperature step, at batch 256, with 256x256 MLPs, state obse
 contract state plus 13 privileged dims) and 7-D actions; ``utd_ratio=1``. Both sides sample their batch from
 an in-memory buffer of random transitions inside the timed loop. SB3 with ``n_critics=N`` takes the min over
 all N critics; ours over a random subset of 2. Both run on one CPU thread (``torch.set_num_threads(1)``).
-Rounds alternate ours / SB3 so machine noise hits both; the median round is reported. The "no LayerNorm"
+Rounds alternate ours / SB3 so machine noise hits both; the median round is reported. The process keeps
+freed heap for reuse as ``robot-rl train``'s learner does (``TrainConfig.retained_heap_mb``, for both sides
+alike; ``--allocator default`` keeps glibc's defaults). The "no LayerNorm"
 row runs SB3's architecture (the RLPD recipe's LayerNorm costs time SB3 does not spend). The bfloat16 row
 computes the hidden layers of actor and critics in bfloat16 (``SACConfig.precision``; parameters, optimiser
 state, output layers and losses stay float32); SB3 has no such mode and runs float32.
@@ -13,6 +15,7 @@ state, output layers and losses stay float32); SB3 has no such mode and runs flo
     python bench/learner_throughput.py            # full run (about a minute per row)
     python bench/learner_throughput.py --quick    # smoke run
     python bench/learner_throughput.py --compile  # also time SACConfig(compile=True)
+    python bench/learner_throughput.py --allocator default  # glibc's malloc defaults for both sides
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ import numpy as np
 import torch
 
 from robot_rl.agents.config import SACConfig
-from robot_rl.agents.sac import SACAgent
+from robot_rl.agents.sac import SACAgent, cpu_has_native_bfloat16
 from robot_rl.data.batch import Batch
+from robot_rl.training.config import TrainConfig
+from robot_rl.utils.allocator import retain_freed_memory
 
 OBS_DIM, ACTION_DIM, BATCH, HIDDEN, BUFFER = 35, 7, 256, (256, 256), 10_000
 
@@ -116,18 +121,25 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="also time SACConfig(compile=True)")
     parser.add_argument("--steps", type=int, default=None, help="updates per round (default 40; quick 5)")
     parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 5; quick 1)")
+    parser.add_argument(
+        "--allocator",
+        choices=("retain", "default"),
+        default="retain",
+        help="retain: keep freed heap for reuse as robot-rl train does (default); default: glibc's defaults",
+    )
     args = parser.parse_args()
     steps = args.steps or (5 if args.quick else 40)
     rounds = args.rounds or (1 if args.quick else 5)
     torch.set_num_threads(1)
+    retained = args.allocator == "retain" and retain_freed_memory(TrainConfig.retained_heap_mb)
 
+    native_bfloat16 = cpu_has_native_bfloat16()  # emulated bfloat16 runs ~13x slower: not worth a row
     rows = []
     for n in (10, 2):
-        runs = {
-            "ours": ours(n),
-            "ours, precision=bfloat16": ours(n, precision="bfloat16"),
-            "ours, no LayerNorm (SB3's MLP)": ours(n, critic_layer_norm=False),
-        }
+        runs = {"ours": ours(n)}
+        if native_bfloat16:
+            runs["ours, precision=bfloat16"] = ours(n, precision="bfloat16")
+        runs["ours, no LayerNorm (SB3's MLP)"] = ours(n, critic_layer_norm=False)
         if args.compile:
             runs["ours, compile=True"] = ours(n, compile=True)
         baseline = sb3(n)
@@ -141,12 +153,15 @@ def main() -> None:
                 rows.append((f"{n} critics, {name}", rate, base, ratio))
 
     print(f"\nLearner throughput, batch {BATCH}, MLP {HIDDEN}, obs {OBS_DIM}, action {ACTION_DIM}, 1 thread")
-    print(f"({steps} updates x {rounds} rounds, median; torch {torch.__version__})\n")
+    heap = f"freed heap retained ({TrainConfig.retained_heap_mb} MB)" if retained else "glibc malloc defaults"
+    print(f"({steps} updates x {rounds} rounds, median; torch {torch.__version__}; {heap})\n")
     print("| config | ours updates/s | SB3 SAC steps/s (same N) | ours / SB3 |")
     print("|---|---:|---:|---:|")
     for name, rate, base, ratio in rows:
         base_text = f"{base:.1f}" if base else "-"
         print(f"| {name} | {rate:.1f} | {base_text} | {ratio} |")
+    if not native_bfloat16:
+        print("\n(no bfloat16 rows: this CPU has no AVX512-BF16/AMX and would emulate it)")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Actor, fused critic ensemble and discrete gripper head of the SAC agent (plain torch).
 
 The critic ensemble keeps every layer's parameters stacked as ``[N, in, out]`` and evaluates all N critics
-with one ``torch.baddbmm`` per layer (no Python loop over critics), so 10 critics cost one wide matmul. Its
-hidden layers can compute in bfloat16 (``compute_dtype``): parameters, gradients and optimiser state stay
-float32, the activations between hidden layers are bfloat16, and the output head runs in float32 so Q-values
-keep full precision.
+with one ``torch.baddbmm`` per hidden layer (no Python loop over critics), so 10 critics cost one wide matmul;
+the 1-wide Q head is a batched dot product. Its hidden layers can compute in bfloat16 (``compute_dtype``):
+parameters, gradients and optimiser state stay float32, the activations between hidden layers are bfloat16,
+and the output head runs in float32 so Q-values keep full precision.
 """
 
 from __future__ import annotations
@@ -97,6 +97,8 @@ class EnsembleLinear(nn.Module):
         """x: [B, in] (shared by all members) or [M, B, in]; returns [M, B, out] (M = len(index) or N), in
         x's dtype (the float32 parameters are cast to it)."""
         w, b = _select(self.weight, self.bias, index, detach_params, x.dtype)
+        if w.shape[-1] == 1:  # the Q head: a 1-wide bmm is a slow CPU matvec (3.5x, measured)
+            return torch.linalg.vecdot(x, w.transpose(1, 2)).unsqueeze(-1) + b
         if x.dim() == 2:
             x = x.unsqueeze(0).expand(w.shape[0], -1, -1)
         return torch.baddbmm(b, x, w)
@@ -114,9 +116,17 @@ class EnsembleLayerNorm(nn.Module):
     def forward(
         self, x: torch.Tensor, index: torch.Tensor | None = None, detach_params: bool = False
     ) -> torch.Tensor:
-        """x: [M, B, D] -> [M, B, D] (in x's dtype)."""
+        """x: [M, B, D] -> [M, B, D] (in x's dtype).
+
+        One native ``layer_norm`` per member with its affine fused in: at [10, 256, 256] forward + backward
+        1.4x faster (with ReLU, one thread, measured) than one ``layer_norm`` over all members followed by a
+        broadcast ``addcmul``, as the fused kernel also computes the affine's gradients."""
         w, b = _select(self.weight, self.bias, index, detach_params, x.dtype)
-        return torch.addcmul(b, F.layer_norm(x, x.shape[-1:], eps=self.eps), w)
+        if torch.compiler.is_compiling():  # the compiler fuses normalisation and affine itself
+            return torch.addcmul(b, F.layer_norm(x, x.shape[-1:], eps=self.eps), w)
+        shape = x.shape[-1:]
+        members = zip(x.unbind(0), w.flatten(1).unbind(0), b.flatten(1).unbind(0))
+        return torch.stack([F.layer_norm(xi, shape, wi, bi, self.eps) for xi, wi, bi in members])
 
 
 class EnsembleMLP(nn.Module):

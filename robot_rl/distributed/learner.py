@@ -44,6 +44,7 @@ from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, EXTRAS, load_run_config
 from robot_rl.training.record import demo_summary, record_scripted_demos
 from robot_rl.training.run_dir import RunDir, atomic_write_text
+from robot_rl.utils.allocator import retain_freed_memory
 from robot_rl.utils.config_io import to_jsonable
 
 log = logging.getLogger("robot_rl.distributed")
@@ -91,6 +92,7 @@ class Learner:
         self.train = t
         self._token = token or cfg.link.token()
         torch.set_num_threads(max(1, t.torch_threads))
+        retain_freed_memory(t.retained_heap_mb)
         torch.manual_seed(t.seed)
         self.run_dir = RunDir(path)
         self.env = make_env(

@@ -33,6 +33,7 @@ from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.record import demo_summary, record_scripted_demos
 from robot_rl.training.run_dir import RunDir
+from robot_rl.utils.allocator import retain_freed_memory
 from robot_rl.utils.config_io import from_jsonable
 
 EXTRAS = {"intervention": np.bool_, "grasp_penalty": np.float32}
@@ -63,6 +64,7 @@ class Trainer:
         self.config = cfg = config
         check_rlif_has_device(cfg)
         torch.set_num_threads(max(1, cfg.torch_threads))
+        retain_freed_memory(cfg.retained_heap_mb)
         torch.manual_seed(cfg.seed)
         self.run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.task, cfg.obs))
         self.env = wrap_training_env(make_env_from_config(cfg, training=True), cfg)  # teleop / reward classifier
