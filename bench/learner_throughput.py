@@ -4,7 +4,8 @@ One "update" here is what one SB3 gradient step does: one critic step (TD target
 actor step and one temperature step, at batch 256, with 256x256 MLPs, state observations (35-D: the 22-D
 contract state plus 13 privileged dims) and 7-D actions; ``utd_ratio=1``. Both sides sample their batch from
 an in-memory buffer of random transitions inside the timed loop. SB3 with ``n_critics=N`` takes the min over
-all N critics; ours over a random subset of 2. Both run on one CPU thread (``torch.set_num_threads(1)``).
+all N critics; ours over a random subset of 2. Both run on one CPU thread (``torch.set_num_threads(1)``;
+``--threads`` for more).
 Rounds alternate ours / SB3 so machine noise hits both; the median round is reported. The process keeps
 freed heap for reuse as ``robot-rl train``'s learner does (``TrainConfig.retained_heap_mb``, for both sides
 alike; ``--allocator default`` keeps glibc's defaults). The "no LayerNorm"
@@ -121,6 +122,7 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="also time SACConfig(compile=True)")
     parser.add_argument("--steps", type=int, default=None, help="updates per round (default 40; quick 5)")
     parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 5; quick 1)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads, both sides (default 1)")
     parser.add_argument(
         "--allocator",
         choices=("retain", "default"),
@@ -130,7 +132,7 @@ def main() -> None:
     args = parser.parse_args()
     steps = args.steps or (5 if args.quick else 40)
     rounds = args.rounds or (1 if args.quick else 5)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     retained = args.allocator == "retain" and retain_freed_memory(TrainConfig.retained_heap_mb)
 
     native_bfloat16 = cpu_has_native_bfloat16()  # emulated bfloat16 runs ~13x slower: not worth a row
@@ -152,7 +154,8 @@ def main() -> None:
                 ratio = f"{rate / base:.2f}x" if base else "n/a"
                 rows.append((f"{n} critics, {name}", rate, base, ratio))
 
-    print(f"\nLearner throughput, batch {BATCH}, MLP {HIDDEN}, obs {OBS_DIM}, action {ACTION_DIM}, 1 thread")
+    print(f"\nLearner throughput, batch {BATCH}, MLP {HIDDEN}, obs {OBS_DIM}, action {ACTION_DIM}, "
+          f"{args.threads} thread(s)")
     heap = f"freed heap retained ({TrainConfig.retained_heap_mb} MB)" if retained else "glibc malloc defaults"
     print(f"({steps} updates x {rounds} rounds, median; torch {torch.__version__}; {heap})\n")
     print("| config | ours updates/s | SB3 SAC steps/s (same N) | ours / SB3 |")

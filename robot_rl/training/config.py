@@ -56,7 +56,7 @@ class TrainConfig:
     """Intra-op threads; keep small when several processes share the CPU."""
     retained_heap_mb: int = 256
     """Freed heap the learner process keeps for reuse (glibc), so each update's buffers are not faulted in
-    again: 10-25% more updates/s on CPU (docs/benchmarks.md). 0: the C library's defaults."""
+    again: +16% updates/s for a 10-critic learner on CPU (docs/benchmarks.md). 0: the C library's defaults."""
     video: Literal["auto", "on", "off"] = "auto"
     """Evaluation video: ``auto`` records for pixel runs."""
     progress: bool = True
