@@ -101,6 +101,8 @@ class EnsembleLinear(nn.Module):
             return torch.linalg.vecdot(x, w.transpose(1, 2)).unsqueeze(-1) + b
         if x.dim() == 2:
             x = x.unsqueeze(0).expand(w.shape[0], -1, -1)
+        if torch.compiler.is_compiling():  # the bias add fuses into the next kernel; baddbmm copies it first
+            return torch.bmm(x, w) + b
         return torch.baddbmm(b, x, w)
 
 
