@@ -234,7 +234,8 @@ class RosArmEnv(gym.Env):
         self._cycle.clear()  # reused, not reallocated: the loop allocates no container per cycle
 
     def _wait_state(self, tick: float) -> bool:
-        """A state newer than ``tick``, or after ``fresh_state_wait`` periods one newer than the last observation's."""
+        """A state newer than ``tick``, or, once ``fresh_state_wait`` of a period has passed, the latest state if
+        it is newer than the last observation's (counted as a late observation)."""
         if self._wait_fresh(tick, self.config.fresh_state_wait * self.period_s, raise_=False):
             return True
         if self._state.time_s > self._obs_state_time:
