@@ -15,7 +15,7 @@ state, output layers and losses stay float32); SB3 has no such mode and runs flo
 
     python bench/learner_throughput.py            # full run (about a minute per row)
     python bench/learner_throughput.py --quick    # smoke run
-    python bench/learner_throughput.py --compile  # also time SACConfig(compile=True)
+    python bench/learner_throughput.py --compile  # also time SACConfig(compile=True): whole compiled steps
     python bench/learner_throughput.py --allocator default  # glibc's malloc defaults for both sides
 """
 
@@ -144,6 +144,8 @@ def main() -> None:
         runs["ours, no LayerNorm (SB3's MLP)"] = ours(n, critic_layer_norm=False)
         if args.compile:
             runs["ours, compile=True"] = ours(n, compile=True)
+            if native_bfloat16:
+                runs["ours, compile=True, precision=bfloat16"] = ours(n, compile=True, precision="bfloat16")
         baseline = sb3(n)
         if baseline is not None:
             runs["sb3"] = baseline

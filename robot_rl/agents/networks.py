@@ -202,15 +202,13 @@ class TanhGaussianActor(nn.Module):
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (torch.tanh(log_std) + 1)
         return mean, log_std
 
-    def sample(
-        self, x: torch.Tensor, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Reparameterised sample: returns (action [B, A] in the action box, log_prob [B])."""
+    def sample(self, x: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterised sample with ``noise`` [B, A] ~ N(0, 1), drawn by the caller (so a compiled update
+        stays a pure function): returns (action [B, A] in the action box, log_prob [B])."""
         mean, log_std = self.distribution(x)
-        eps = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-        u = mean + log_std.exp() * eps
+        u = mean + log_std.exp() * noise
         # log N(u; mean, std) - log|d tanh(u)/du| with log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)).
-        log_prob = (-0.5 * eps.square() - log_std).sum(-1) - 0.5 * math.log(2 * math.pi) * u.shape[-1]
+        log_prob = (-0.5 * noise.square() - log_std).sum(-1) - 0.5 * math.log(2 * math.pi) * u.shape[-1]
         log_prob = log_prob - (2 * (math.log(2.0) - u - F.softplus(-2 * u))).sum(-1) - self.log_scale_sum
         return torch.tanh(u) * self.action_scale + self.action_bias, log_prob
 
@@ -218,6 +216,15 @@ class TanhGaussianActor(nn.Module):
         """tanh(mean) in the action box: [B, F] -> [B, A]."""
         mean, _ = self.distribution(x)
         return torch.tanh(mean) * self.action_scale + self.action_bias
+
+
+class Temperature(nn.Module):
+    """SAC's entropy temperature as a module (one parameter, ``log_alpha``), so that a functional update
+    (``torch.func``) can swap it in like any network's parameters."""
+
+    def __init__(self, init_temperature: float) -> None:
+        super().__init__()
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(init_temperature)))
 
 
 def gripper_action_to_class(gripper: torch.Tensor) -> torch.Tensor:

@@ -5,12 +5,14 @@ Per ``update(sample_fn)``: ``utd_ratio`` x [fresh batch -> ``batch_transform`` -
 (+ gripper) step -> Polyak], then one actor + temperature step on the last batch. The losses are small
 methods taking a ``Batch``, so extensions (residual policies, symmetry augmentation) override
 ``sample_action`` / ``deterministic_action`` or pass a ``batch_transform`` instead of rewriting the class.
+Each step's random draws (policy noise, the target critics' subset) are taken before it and passed in, so
+a step is a pure function of parameters, batch and draws: ``SACConfig.compile`` compiles it whole
+(``robot_rl.agents.compiled_steps``).
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,12 +23,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from robot_rl.agents.compiled_steps import CompiledSteps
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.encoders import ObservationEncoder
 from robot_rl.agents.networks import (
     GRIPPER_CLASSES,
     EnsembleMLP,
     TanhGaussianActor,
+    Temperature,
     gripper_action_to_class,
     gripper_class_to_action,
     mlp,
@@ -46,6 +50,15 @@ class Features:
     obs: torch.Tensor
     next_obs: torch.Tensor
     next_obs_target: torch.Tensor
+
+
+@dataclass
+class CriticDraws:
+    """The random draws of one critic step. next_action_noise: [B, sac_dim] N(0, 1) for a' ~ pi(.|s');
+    target_subset: long [M] target critics whose minimum is the TD target (None: all of them)."""
+
+    next_action_noise: torch.Tensor
+    target_subset: torch.Tensor | None
 
 
 def _adam(params: Iterable[nn.Parameter], lr: float) -> torch.optim.Adam:
@@ -134,17 +147,12 @@ class SACAgent:
             self.target_gripper_q.requires_grad_(False)
         for module in self._modules().values():
             module.to(self.device)
-        if c.compile:  # in place: state_dict keys are unchanged
-            nets = (self.actor.trunk, self.critic, self.target_critic, self.gripper_q, self.target_gripper_q)
-            for net in nets:
-                if net is not None:
-                    net.compile()
-        self.log_alpha = torch.tensor(math.log(c.init_temperature), device=self.device, requires_grad=True)
+        self.temperature = Temperature(c.init_temperature).to(self.device)
 
         encoder_params = [p for p in self.encoder.parameters() if p.requires_grad]
         self.critic_optimizer = _adam([*encoder_params, *self.critic.parameters()], c.critic_lr)
         self.actor_optimizer = _adam(self.actor.parameters(), c.actor_lr)
-        self.temperature_optimizer = _adam([self.log_alpha], c.temperature_lr)
+        self.temperature_optimizer = _adam(self.temperature.parameters(), c.temperature_lr)
         self.gripper_optimizer: torch.optim.Optimizer | None = None
         if self.gripper_q is not None:
             self.gripper_optimizer = _adam(self.gripper_q.parameters(), c.gripper_lr)
@@ -166,6 +174,7 @@ class SACAgent:
         self.num_critic_updates = 0
         self.num_actor_updates = 0
         self._training: bool | None = None
+        self._compiled: CompiledSteps | None = CompiledSteps(self) if c.compile else None
 
     # ------------------------------------------------------------------------------------------- helpers
     def _modules(self) -> dict[str, nn.Module]:
@@ -197,6 +206,11 @@ class SACAgent:
             self._training = mode
 
     @property
+    def log_alpha(self) -> torch.Tensor:
+        """log of the entropy temperature (the learned parameter), scalar tensor."""
+        return self.temperature.log_alpha
+
+    @property
     def alpha(self) -> torch.Tensor:
         """Entropy temperature, scalar tensor (no grad)."""
         return self.log_alpha.detach().exp()
@@ -205,12 +219,19 @@ class SACAgent:
         """Observation dict [B, ...] -> features [B, F] (online or target encoder)."""
         return (self.target_encoder if target else self.encoder)(obs)
 
+    def policy_noise(self, batch_size: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """N(0, 1) noise [batch_size, sac_dim] for ``sample_action``, from ``generator`` (default: the update
+        generator)."""
+        gen = self.generator if generator is None else generator
+        return torch.randn((batch_size, self.sac_dim), generator=gen, device=self.device)
+
     def sample_action(
-        self, features: torch.Tensor, obs: dict[str, torch.Tensor], generator: torch.Generator | None = None
+        self, features: torch.Tensor, obs: dict[str, torch.Tensor], noise: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Policy sample for the SAC dims: (action [B, sac_dim], log_prob [B]). ``obs`` is for extensions
-        (e.g. a residual policy adding a base action); the actor sees ``features`` only."""
-        return self.actor.sample(features, self.generator if generator is None else generator)
+        """Policy sample for the SAC dims with ``noise`` from ``policy_noise``: (action [B, sac_dim], log_prob
+        [B]). ``obs`` is for extensions (e.g. a residual policy adding a base action); the actor sees
+        ``features`` only."""
+        return self.actor.sample(features, noise)
 
     def deterministic_action(self, features: torch.Tensor, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """tanh(mean) for the SAC dims: [B, sac_dim]."""
@@ -222,6 +243,11 @@ class SACAgent:
         if m == n:
             return None
         return torch.randperm(n, generator=self.generator, device=self.device)[:m]
+
+    def draw_critic(self, batch_size: int) -> CriticDraws:
+        """The random draws of one critic step, from the update generator."""
+        noise = self.policy_noise(batch_size)
+        return CriticDraws(noise, self.target_subset())
 
     def encode_batch(self, batch: Batch) -> Features:
         obs = self.encode(batch.obs)
@@ -245,15 +271,18 @@ class SACAgent:
         return batch
 
     # -------------------------------------------------------------------------------------------- losses
-    def td_target(self, batch: Batch, features: Features | None = None) -> torch.Tensor:
+    def td_target(
+        self, batch: Batch, features: Features | None = None, draws: CriticDraws | None = None
+    ) -> torch.Tensor:
         """reward + discount * (min over a random M-subset of target Q(s', a') [- alpha log pi(a'|s')]): [B],
-        clipped to the configured return bounds.
+        clipped to the configured return bounds. ``draws`` default: fresh ones from the update generator.
 
         ``discount`` is gamma^n, or 0 where the n-step window terminated (truncation keeps gamma^n)."""
         f = self.encode_batch(batch) if features is None else features
+        d = self.draw_critic(len(batch)) if draws is None else draws
         with torch.no_grad():
-            next_action, next_log_prob = self.sample_action(f.next_obs, batch.next_obs)
-            q = self.target_critic(torch.cat([f.next_obs_target, next_action], -1), self.target_subset())
+            next_action, next_log_prob = self.sample_action(f.next_obs, batch.next_obs, d.next_action_noise)
+            q = self.target_critic(torch.cat([f.next_obs_target, next_action], -1), d.target_subset)
             next_v = q.min(0).values
             if self.config.backup_entropy:
                 next_v = next_v - self.alpha * next_log_prob
@@ -266,10 +295,12 @@ class SACAgent:
             return target
         return target.clamp(c.td_target_min, c.td_target_max)
 
-    def critic_loss(self, batch: Batch, features: Features | None = None) -> tuple[torch.Tensor, Metrics]:
+    def critic_loss(
+        self, batch: Batch, features: Features | None = None, draws: CriticDraws | None = None
+    ) -> tuple[torch.Tensor, Metrics]:
         """Mean over critics and batch of (Q_i(s, a) - target)^2; a = the stored action's SAC dims."""
         f = self.encode_batch(batch) if features is None else features
-        target = self.td_target(batch, f)
+        target = self.td_target(batch, f, draws)
         q = self.critic(torch.cat([f.obs, batch.action[:, : self.sac_dim]], -1))  # [N, B]
         loss = (q - target).square().mean()
         return loss, {"critic_loss": loss, "q_mean": q.mean(), "q_max": q.max(), "target_mean": target.mean()}
@@ -294,12 +325,16 @@ class SACAgent:
         loss = (q - target).square().mean()
         return loss, {"gripper_loss": loss, "gripper_q_mean": q.mean()}
 
-    def actor_loss(self, batch: Batch, features: torch.Tensor | None = None) -> tuple[torch.Tensor, Metrics]:
-        """mean(alpha * log pi(a|s) - mean_i Q_i(s, a)), a ~ pi; encoder features, critic weights detached."""
+    def actor_loss(
+        self, batch: Batch, features: torch.Tensor | None = None, noise: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, Metrics]:
+        """mean(alpha * log pi(a|s) - mean_i Q_i(s, a)), a ~ pi (``noise`` default: fresh from the update
+        generator); encoder features, critic weights detached."""
         if features is None:
             with torch.no_grad():
                 features = self.encode(batch.obs)
-        action, log_prob = self.sample_action(features.detach(), batch.obs)
+        noise = self.policy_noise(len(batch)) if noise is None else noise
+        action, log_prob = self.sample_action(features.detach(), batch.obs, noise)
         q = self.critic(torch.cat([features.detach(), action], -1), detach_params=True).mean(0)
         loss = (self.alpha * log_prob - q).mean()
         return loss, {"actor_loss": loss, "entropy": -log_prob.detach().mean(), "log_prob": log_prob}
@@ -308,45 +343,72 @@ class SACAgent:
         """-alpha * mean(log pi + target_entropy): raises alpha while entropy is below the target."""
         return -(self.log_alpha.exp() * (log_prob.detach() + self.target_entropy)).mean()
 
-    # ------------------------------------------------------------------------------------------- updates
-    def _step(self, optimizer: torch.optim.Optimizer) -> None:
-        if self.config.max_grad_norm is not None:
-            params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-            torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
-        optimizer.step()
-
-    def update_critic(self, batch: Batch) -> Metrics:
-        """One critic (+ encoder, + gripper head) gradient step on a prepared batch, then Polyak targets."""
+    def critic_objective(self, batch: Batch, draws: CriticDraws) -> tuple[torch.Tensor, Metrics]:
+        """What one critic step minimises: the critic loss (+ the gripper head's), one shared encoding."""
         features = self.encode_batch(batch)
-        loss, metrics = self.critic_loss(batch, features)
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        if self.gripper_optimizer is not None:
+        loss, metrics = self.critic_loss(batch, features, draws)
+        if self.gripper_q is not None:
             gripper_loss, gripper_metrics = self.gripper_loss(batch, features)
             loss = loss + gripper_loss
             metrics.update(gripper_metrics)
-            self.gripper_optimizer.zero_grad(set_to_none=True)
+        return loss, metrics
+
+    def actor_objective(self, batch: Batch, noise: torch.Tensor) -> tuple[torch.Tensor, Metrics]:
+        """What one actor step minimises: actor loss (+ temperature loss when learned). The two share no
+        gradient (alpha is detached in one, log pi in the other), so one backward serves both."""
+        loss, metrics = self.actor_loss(batch, noise=noise)
+        log_prob = metrics.pop("log_prob")
+        if self.config.learn_temperature:
+            temperature_loss = self.temperature_loss(log_prob)
+            loss = loss + temperature_loss
+            metrics["temperature_loss"] = temperature_loss
+        return loss, metrics
+
+    # ------------------------------------------------------------------------------------------- updates
+    def critic_optimizers(self) -> list[torch.optim.Optimizer]:
+        """The optimisers a critic step steps: critic + encoder, and the gripper head's."""
+        return [o for o in (self.critic_optimizer, self.gripper_optimizer) if o is not None]
+
+    def actor_optimizers(self) -> list[torch.optim.Optimizer]:
+        """The optimisers an actor step steps: the actor's, and the temperature's when it is learned."""
+        return [self.actor_optimizer] + ([self.temperature_optimizer] if self.config.learn_temperature else [])
+
+    def _backward_and_step(self, loss: torch.Tensor, optimizers: list[torch.optim.Optimizer]) -> None:
+        """The eager step: backward, then per optimiser gradient clipping (if configured) and Adam."""
+        for optimizer in optimizers:
+            optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self._step(self.critic_optimizer)
-        if self.gripper_optimizer is not None:
-            self._step(self.gripper_optimizer)
+        for optimizer in optimizers:
+            if self.config.max_grad_norm is not None:
+                params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+                torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
+            optimizer.step()
+
+    def polyak_update(self) -> None:
+        """target <- (1 - tau) target + tau online, for the critics, the encoder and the gripper head."""
         with torch.no_grad():
             torch._foreach_lerp_(self._polyak_target, self._polyak_online, self.config.tau)
+
+    def update_critic(self, batch: Batch) -> Metrics:
+        """One critic (+ encoder, + gripper head) gradient step on a prepared batch, then Polyak targets."""
+        draws = self.draw_critic(len(batch))
+        if self._compiled is not None:
+            metrics = self._compiled.critic_step(batch, draws)
+        else:
+            loss, metrics = self.critic_objective(batch, draws)
+            self._backward_and_step(loss, self.critic_optimizers())
+            self.polyak_update()
         self.num_critic_updates += 1
         return metrics
 
     def update_actor(self, batch: Batch) -> Metrics:
         """One actor step and (if learned) one temperature step on a prepared batch."""
-        loss, metrics = self.actor_loss(batch)
-        self.actor_optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self._step(self.actor_optimizer)
-        log_prob = metrics.pop("log_prob")
-        if self.config.learn_temperature:
-            temperature_loss = self.temperature_loss(log_prob)
-            self.temperature_optimizer.zero_grad(set_to_none=True)
-            temperature_loss.backward()
-            self._step(self.temperature_optimizer)
-            metrics["temperature_loss"] = temperature_loss
+        noise = self.policy_noise(len(batch))
+        if self._compiled is not None:
+            metrics = self._compiled.actor_step(batch, noise)
+        else:
+            loss, metrics = self.actor_objective(batch, noise)
+            self._backward_and_step(loss, self.actor_optimizers())
         metrics["alpha"] = self.alpha
         self.num_actor_updates += 1
         return metrics
@@ -376,7 +438,7 @@ class SACAgent:
         if deterministic:
             action = self.deterministic_action(features, x)
         else:
-            action, _ = self.sample_action(features, x, self.act_generator)
+            action, _ = self.sample_action(features, x, self.policy_noise(1, self.act_generator))
         if self.gripper_q is not None:
             cls = self.gripper_q(features).argmax(-1)
             eps = self.config.gripper_epsilon

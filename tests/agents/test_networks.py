@@ -118,7 +118,7 @@ def make_actor(
 def test_actor_log_prob_matches_torch_distributions(low: float, high: float) -> None:
     actor = make_actor(low, high)
     x = torch.randn(64, 6)
-    action, log_prob = actor.sample(x, torch.Generator().manual_seed(3))
+    action, log_prob = actor.sample(x, torch.randn(64, 3, generator=torch.Generator().manual_seed(3)))
     assert action.shape == (64, 3) and log_prob.shape == (64,)
     assert (action >= low).all() and (action <= high).all()
     mean, log_std = actor.distribution(x)

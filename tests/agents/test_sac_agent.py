@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import io
 
@@ -207,20 +208,47 @@ def test_gradient_clipping_bounds_the_update() -> None:
     assert norm <= 1e-3 * 1.01
 
 
+def assert_same_state(a: SACAgent, b: SACAgent, tol: float = 1e-5) -> None:
+    """Networks, Adam moments and step counts, and the temperature agree to ``tol``."""
+    sa, sb = a.state_dict(), b.state_dict()
+    for name, module in sa["modules"].items():
+        for key, value in module.items():
+            torch.testing.assert_close(sb["modules"][name][key], value, atol=tol, rtol=tol, msg=f"{name}.{key}")
+    for name, optimizer in sa["optimizers"].items():
+        assert optimizer["state"].keys() == sb["optimizers"][name]["state"].keys(), name
+        for index, state in optimizer["state"].items():
+            for key, value in state.items():
+                other = sb["optimizers"][name]["state"][index][key]
+                torch.testing.assert_close(other, value, atol=tol, rtol=tol, msg=f"{name}[{index}].{key}")
+    torch.testing.assert_close(sb["log_alpha"], sa["log_alpha"], atol=tol, rtol=tol)
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # emitted inside torch.compile
-def test_compiled_networks_match_eager() -> None:
-    cfg = SACConfig(hidden_dims=(16, 16), num_critics=3, utd_ratio=2)
+def test_compiled_steps_match_eager_and_share_checkpoints() -> None:
+    """Every optimiser (critic + encoder, gripper head, actor, temperature), clipping and Polyak: the compiled
+    steps take the eager steps' random draws and land on the same parameters and Adam state; a checkpoint
+    moves between the two paths in either direction."""
+    cfg = SACConfig(hidden_dims=(16, 16), num_critics=3, utd_ratio=2, gripper="discrete", max_grad_norm=0.5)
     eager = SACAgent(cfg, state_space(5), action_space(7), seed=0)
     compiled = SACAgent(dataclasses.replace(cfg, compile=True), state_space(5), action_space(7), seed=0)
-    batches = [make_batch(state_space(5), 7, seed=i) for i in range(2)]
+    batches = [make_batch(state_space(5), 7, seed=i) for i in range(6)]
     first, second = iter(batches), iter(batches)
-    m_eager, m_compiled = eager.update(lambda: next(first)), compiled.update(lambda: next(second))
-    assert m_eager.keys() == m_compiled.keys()
-    for key, value in m_eager.items():
-        assert abs(value - m_compiled[key]) <= 1e-4 * (1 + abs(value)), key
-    assert eager.state_dict()["modules"].keys() == compiled.state_dict()["modules"].keys()
-    assert set(eager.critic.state_dict()) == set(compiled.critic.state_dict())
+    for _ in range(2):
+        m_eager, m_compiled = eager.update(lambda: next(first)), compiled.update(lambda: next(second))
+        assert m_eager.keys() == m_compiled.keys()
+        for key, value in m_eager.items():
+            assert abs(value - m_compiled[key]) <= 1e-4 * (1 + abs(value)), key
+    assert_same_state(eager, compiled)
+    assert compiled.num_critic_updates == 4 and compiled.num_actor_updates == 2
+
+    resumed = SACAgent(cfg, state_space(5), action_space(7), seed=5)  # eager, from the compiled checkpoint
+    resumed.load_state_dict(copy.deepcopy(compiled.state_dict()))  # state dicts share the live tensors
+    compiled.load_state_dict(copy.deepcopy(eager.state_dict()))  # and the compiled agent from the eager one
+    third, fourth = iter(batches[4:]), iter(batches[4:])
+    resumed.update(lambda: next(third))
+    compiled.update(lambda: next(fourth))
+    assert_same_state(resumed, compiled)
 
 
 @pytest.mark.parametrize("native", [False, True])

@@ -24,7 +24,8 @@ def agent_with_constant_targets(config: SACConfig = SMALL) -> SACAgent:
 def next_log_prob(agent: SACAgent, batch, rng_state: torch.Tensor) -> torch.Tensor:
     """Replays the actor sample that ``td_target`` drew from ``rng_state``."""
     agent.generator.set_state(rng_state)
-    _, log_prob = agent.sample_action(agent.encode(batch.next_obs), batch.next_obs)
+    noise = agent.policy_noise(len(batch))
+    _, log_prob = agent.sample_action(agent.encode(batch.next_obs), batch.next_obs, noise)
     return log_prob
 
 
@@ -108,7 +109,7 @@ def test_actor_loss_uses_the_ensemble_mean() -> None:
     state = agent.generator.get_state()
     loss, metrics = agent.actor_loss(batch)
     agent.generator.set_state(state)
-    _, log_prob = agent.sample_action(agent.encode(batch.obs), batch.obs)
+    _, log_prob = agent.sample_action(agent.encode(batch.obs), batch.obs, agent.policy_noise(len(batch)))
     torch.testing.assert_close(loss, (0.2 * log_prob).mean() - 5.5)
     torch.testing.assert_close(metrics["entropy"], -log_prob.mean())
 
