@@ -58,7 +58,7 @@ class SACConfig:
     backbone and all losses stay float32 (docs/architecture.md)."""
     compile: bool = False
     """``torch.compile`` each critic step and each actor step whole (losses, gradients, Adam, Polyak): the
-    first update compiles for 20-40 s (needs a C++ compiler on CPU), later ones run 1.3-1.5x faster on CPU
+    first update compiles for 20-40 s (needs a C++ compiler on CPU), later ones run 1.3-1.7x faster on CPU
     (docs/benchmarks.md). Same maths and random draws as eager; checkpoints move between the two."""
 
     # --- entropy --------------------------------------------------------------------------------------------
