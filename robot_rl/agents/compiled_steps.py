@@ -13,6 +13,8 @@ cannot draw from the agent's generator), in the eager path's order, so both path
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +83,13 @@ class CompiledSteps:
     """The compiled critic and actor steps of one agent (compiled on first use)."""
 
     def __init__(self, agent: SACAgent) -> None:
+        compilers = [c for c in (os.environ.get("CXX"), "g++", "c++", "clang++") if c]
+        if agent.device.type == "cpu" and not any(shutil.which(c) for c in compilers):
+            # Without this, the failure would come at the first update, minutes into a run.
+            raise RuntimeError(
+                f"SACConfig.compile=True on CPU needs a C++ compiler for torch.compile; none of {compilers} is on "
+                "PATH: install one (e.g. apt install g++) or train without --agent.compile"
+            )
         for optimizer in (*agent.critic_optimizers(), *agent.actor_optimizers()):
             group = optimizer.param_groups
             if not isinstance(optimizer, torch.optim.Adam) or len(group) != 1 or group[0]["amsgrad"]:

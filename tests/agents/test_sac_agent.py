@@ -251,6 +251,12 @@ def test_compiled_steps_match_eager_and_share_checkpoints() -> None:
     assert_same_state(resumed, compiled)
 
 
+def test_compile_without_a_cpp_compiler_fails_at_construction(monkeypatch) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(RuntimeError, match=r"needs a C\+\+ compiler"):
+        SACAgent(dataclasses.replace(SMALL, compile=True), state_space(5), action_space(3))
+
+
 @pytest.mark.parametrize("native", [False, True])
 def test_bfloat16_on_a_cpu_without_native_support_warns(monkeypatch, recwarn, native: bool) -> None:
     """Emulated bfloat16 made updates 13x slower on an AVX2 CPU: the user is told, not left to find out."""
