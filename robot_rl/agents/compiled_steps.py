@@ -42,7 +42,10 @@ class _Networks(nn.Module):
 
 def _init_adam_state(optimizer: torch.optim.Optimizer) -> None:
     """Creates Adam's per-parameter state where it is missing, in ``torch.optim.Adam``'s own layout."""
-    for p in optimizer.param_groups[0]["params"]:
+    params = optimizer.param_groups[0]["params"]
+    if len(optimizer.state) == len(params):  # the usual case on every update: nothing to do
+        return
+    for p in params:
         state = optimizer.state[p]
         if not state:
             state["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
@@ -91,11 +94,10 @@ class CompiledSteps:
                 "PATH: install one (e.g. apt install g++) or train without --agent.compile"
             )
         for optimizer in (*agent.critic_optimizers(), *agent.actor_optimizers()):
-            group = optimizer.param_groups
-            if not isinstance(optimizer, torch.optim.Adam) or len(group) != 1 or group[0]["amsgrad"]:
-                raise TypeError(f"SACConfig.compile needs single-group Adam optimisers, got {optimizer}")
-            if group[0]["maximize"] or group[0]["decoupled_weight_decay"]:
-                raise TypeError(f"SACConfig.compile supports plain Adam only, got {optimizer}")
+            groups = optimizer.param_groups  # what ``_adam_`` implements, so nothing is silently ignored
+            plain = not any(groups[0][k] for k in ("amsgrad", "maximize", "decoupled_weight_decay"))
+            if not (isinstance(optimizer, torch.optim.Adam) and len(groups) == 1 and plain):
+                raise TypeError(f"SACConfig.compile supports single-group plain Adam only, got {optimizer}")
         self.agent = agent
         self.networks = _Networks({**agent._modules(), "temperature": agent.temperature})
         self.names = {p: name for name, p in self.networks.named_parameters()}

@@ -125,7 +125,7 @@ class Trainer:
             unit="step",
             mininterval=0.5 if interactive else 30.0,
         )
-        update_time, timed_updates, warmed_up = 0.0, 0, False  # updates/s leaves out the first (compiling) call
+        update_time, updates_at_start = 0.0, self.updates
         checkpoint_due = False
         while self.env_steps < cfg.total_env_steps:
             if self.env_steps < cfg.random_steps:
@@ -148,10 +148,8 @@ class Trainer:
             if self.env_steps >= cfg.learning_starts and len(self.replay) > 0:
                 start = time.perf_counter()
                 metrics = self.agent.update(lambda: self.sampler.sample(cfg.batch_size, cfg.device))
-                if warmed_up:
+                if self.updates > updates_at_start:  # updates/s leaves out the first (compiling) call
                     update_time += time.perf_counter() - start
-                    timed_updates += cfg.agent.utd_ratio
-                warmed_up = True
                 self.updates += cfg.agent.utd_ratio
                 if self.env_steps % 250 == 0:
                     self.run_dir.log("train", self.env_steps, metrics)
@@ -175,7 +173,8 @@ class Trainer:
                 if checkpoint_due:  # only at episode boundaries: no half episode is ever persisted
                     self.save_checkpoint()
                     checkpoint_due = False
-            ups = timed_updates / update_time if update_time > 0 else 0.0
+            timed = self.updates - updates_at_start - cfg.agent.utd_ratio  # all calls but the first
+            ups = timed / update_time if update_time > 0 else 0.0
             bar.set_postfix(ep=self.episodes, eval=self._eval_str(), ups=f"{ups:.0f}", refresh=False)
         bar.close()
         self.router.flush()
