@@ -133,10 +133,16 @@ class Probe:
         with contextlib.suppress(ExternalShutdownException, Exception):  # shutdown races end the thread
             self.executor.spin()
 
-    def collect(self, msg_type: type, topic: str, qos: Any) -> list[tuple[float, Any]]:
-        """Every message on ``topic`` as (monotonic arrival time, message), appended as they arrive."""
+    def collect(
+        self, msg_type: type, topic: str, qos: Any, wait_matched_s: float = 0.0
+    ) -> list[tuple[float, Any]]:
+        """Every message on ``topic`` as (monotonic arrival time, message), appended as they arrive.
+        ``wait_matched_s`` > 0: first wait that long for a publisher to match, for topics that carry a
+        message only on change (a volatile message sent before the match is lost)."""
         out: list[tuple[float, Any]] = []
-        self.node.create_subscription(msg_type, topic, lambda m: out.append((time.monotonic(), m)), qos)
+        sub = self.node.create_subscription(msg_type, topic, lambda m: out.append((time.monotonic(), m)), qos)
+        if wait_matched_s > 0:
+            wait_for(lambda: sub.get_publisher_count() > 0, wait_matched_s, f"a publisher on {topic}")
         return out
 
     def call(self, srv_type: type, name: str, timeout_s: float = 10.0, request: Any = None) -> Any:

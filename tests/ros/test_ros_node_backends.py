@@ -78,7 +78,8 @@ def drive(probe, procs, ns: str, received: list, a: np.ndarray, accept, what: st
 def test_pose_backend_publishes_pose_stamped_targets(bridges) -> None:
     procs, probe, _, drivers = bridges
     got = probe.collect(PoseStamped, "/pose/target_pose", CMD)
-    grip = probe.collect(Float64MultiArray, "/pose/gripper/gripper_position_controller/commands", CMD)
+    grip = probe.collect(Float64MultiArray, "/pose/gripper/gripper_position_controller/commands", CMD,
+                         wait_matched_s=10.0)  # the bridge sends the gripper command once, on change
     start = drivers["pose"].position.copy()
     msg = drive(probe, procs, "pose", got, action(dx=1.0, gripper=-1.0),
                 lambda m: pose_from_msg(m)[0][0] > start[0] + 0.01, "a pose target moved along +x")
