@@ -6,7 +6,7 @@ camera throughput. Needs rclpy and the installed package (``pip install ./ros2_w
     python bench/ros_latency.py cameras [--seconds 20] [--size 128]
     python bench/ros_latency.py timer [--hz 100] [--seconds 30] [--rt-priority 50]
 
-latency: this process is the driver stack (``current_pose`` + ``joint_states`` at ``--driver-hz``, crisp's
+latency: this process is the driver stack (``current_pose``, ``joint_states`` and ``wrench`` at ``--driver-hz``, crisp's
     ``target_pose`` in); the robot_bridge and policy_actor nodes run as processes, the actor with an untrained
     SAC state policy (256x256 MLP) at ``--hz``. Observation -> command latency is, per control step, the time
     from the driver's pose stamp to the arrival of the command it caused back at the driver: the bridge's
@@ -111,18 +111,19 @@ class Driver:
     its own publishing gaps longer than two periods (the bridge publishes robot state on driver poses)."""
 
     def __init__(self, node, hz: float) -> None:
-        from geometry_msgs.msg import PoseStamped
+        from geometry_msgs.msg import PoseStamped, WrenchStamped
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import JointState
 
         from robot_rl.ros.messages import from_stamp, pose_from_msg, pose_msg
 
-        self.node, self.pose_msg, self.JointState = node, pose_msg, JointState
+        self.node, self.pose_msg, self.JointState, self.WrenchStamped = node, pose_msg, JointState, WrenchStamped
         self.position, self.rotation = np.array([0.5, 0.0, 0.3]), np.diag([1.0, -1.0, -1.0])
         self.arrivals: dict[float, float] = {}
         self.hz, self.last_publish, self.gaps = hz, None, []
         self.pose_pub = node.create_publisher(PoseStamped, "current_pose", QoSProfile(depth=10))
         self.joint_pub = node.create_publisher(JointState, "joint_states", QoSProfile(depth=10))
+        self.wrench_pub = node.create_publisher(WrenchStamped, "wrench", QoSProfile(depth=10))
 
         def on_target(msg) -> None:
             self.arrivals[round(from_stamp(msg.header.stamp), 6)] = time.time()
@@ -140,9 +141,13 @@ class Driver:
                               "ms": round((now - self.last_publish) * 1e3, 3)})
         self.last_publish = now
         stamp = self.node.get_clock().now().to_msg()
-        js = self.JointState(name=[f"fr3_joint{i}" for i in range(1, 8)], position=[0.0] * 7)
+        js = self.JointState(name=[*(f"fr3_joint{i}" for i in range(1, 8)), "fr3_finger_joint1",
+                                   "fr3_finger_joint2"], position=[0.0] * 7 + [0.04, 0.04])
         js.header.stamp = stamp
         self.joint_pub.publish(js)
+        wrench = self.WrenchStamped()
+        wrench.header.stamp, wrench.header.frame_id = stamp, "base"
+        self.wrench_pub.publish(wrench)
         self.pose_pub.publish(self.pose_msg(self.position, self.rotation, "base", stamp))
 
 
@@ -255,7 +260,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
 
     def on_echo(msg) -> None:
         e = dict(zip(msg.name, msg.position))
-        if np.isfinite(e.get("command_stamp", np.nan)):
+        if e.get("command_stamp", names.NO_COMMAND) != names.NO_COMMAND:
             echoes.append((from_stamp(msg.header.stamp), e["command_stamp"]))
 
     node.create_subscription(JointState, names.EXECUTED_ACTION, on_echo, EVENTS)

@@ -46,6 +46,29 @@ class RecordDemosArgs:
     still while the human is idle; success / failure / reset buttons end an episode."""
 
 
+@dataclass(frozen=True)
+class CheckHardwareArgs:
+    """Check a live robot's driver topics against an arm config without moving it (it only subscribes):
+    each required input's publisher, type, rate and frame, and the command topic's controller."""
+
+    config: tyro.conf.Positional[str]
+    """Arm config name (hardware_configs/arms/<name>.yaml) or path."""
+    seconds: float = 3.0
+    """How long to listen."""
+    namespace: str = ""
+    """The driver's namespace (as the bridge's ``namespace:=``)."""
+
+
+def _check_hardware(args: CheckHardwareArgs) -> int:
+    from robot_rl.ros.selfcheck import check_hardware
+
+    if not 0.5 <= args.seconds <= 600:
+        raise ValueError(f"check-hardware: --seconds must be in [0.5, 600], got {args.seconds}")
+    ok, lines = check_hardware(args.config, args.seconds, args.namespace)
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
 def _train(config) -> int:
     if config.actors > 0:
         _setup_logging()
@@ -178,6 +201,7 @@ def parse(argv: list[str]) -> object:
             "actor", description="Actor of the actor/learner split (control loop; streams to a learner).")]
         | Annotated[RecordSuccessFailArgs, tyro.conf.subcommand("record-success-fail")]
         | Annotated[TrainClassifierArgs, tyro.conf.subcommand("train-classifier")]
+        | Annotated[CheckHardwareArgs, tyro.conf.subcommand("check-hardware")]
     )
     return tyro.cli(command, args=argv or ["train"], prog="robot-rl")
 
@@ -197,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
             return _learner(chosen)
         if isinstance(chosen, ActorConfig):
             return _actor(chosen)
+        if isinstance(chosen, CheckHardwareArgs):
+            return _check_hardware(chosen)
         if isinstance(chosen, (RecordSuccessFailArgs, TrainClassifierArgs)):
             from robot_rl.rewards.commands import record_success_fail_command, train_classifier_command
 

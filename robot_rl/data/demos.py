@@ -215,8 +215,10 @@ def _read_episode(file: Path, space: gym.spaces.Dict, action_dim: int) -> Episod
             infos={k[len("info/") :]: v for k, v in arrays.items() if k.startswith("info/")},
         )
         check_episode(episode, space, action_dim, str(file))
-    except ValueError as e:
-        raise DemoFormatError(f"{file}: {e}") from e
+    except DemoFormatError:
+        raise
+    except ValueError as e:  # check_episode names the file already
+        raise DemoFormatError(str(e) if str(e).startswith(str(file)) else f"{file}: {e}") from e
     return episode
 
 

@@ -52,9 +52,9 @@ def check_episode(episode: Episode, space: gym.spaces.Dict, action_dim: int, sou
             )
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
             raise ValueError(f"{source}: observations[{key!r}] contains NaN or Inf")
-    if episode.actions.shape != (t, action_dim) or not np.all(np.isfinite(episode.actions)):
-        raise ValueError(
-            f"{source}: actions must be finite [{t}, {action_dim}], got {list(episode.actions.shape)}"
-        )
+    if episode.actions.shape != (t, action_dim):
+        raise ValueError(f"{source}: actions expected shape {[t, action_dim]}, got {list(episode.actions.shape)}")
+    if not np.all(np.isfinite(episode.actions)):
+        raise ValueError(f"{source}: actions contain NaN or Inf")
     if not np.all(np.isfinite(episode.rewards)):
         raise ValueError(f"{source}: rewards contain NaN or Inf")

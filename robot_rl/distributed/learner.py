@@ -43,7 +43,7 @@ from robot_rl.training.env_factory import is_robot_rl_task
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, EXTRAS, load_run_config
 from robot_rl.training.record import demo_summary, record_scripted_demos
-from robot_rl.training.run_dir import RunDir, atomic_write_text
+from robot_rl.training.run_dir import RunDir, atomic_write_text, read_checkpoint
 from robot_rl.utils.allocator import retain_freed_memory
 from robot_rl.utils.config_io import to_jsonable
 
@@ -441,7 +441,7 @@ class Learner:
         if not path.exists():
             log.warning("%s: no checkpoint yet; the model starts fresh (the replay log is still used)", path)
             return
-        state = torch.load(path, map_location=self.train.device, weights_only=False)
+        state = read_checkpoint(path, self.train.device)
         self.agent.load_state_dict(state["agent"])
         self.updates, self.update_calls = int(state["updates"]), int(state.get("update_calls", 0))
         self.weights_version = int(state.get("weights_version", 0))

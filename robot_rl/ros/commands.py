@@ -82,6 +82,8 @@ class JointVelocityBackend:
 
 
 Backend = PoseBackend | TwistBackend | JointVelocityBackend
+BACKEND_TYPES: dict[str, type] = {"pose": PoseBackend.msg_type, "twist": TwistBackend.msg_type,
+                                  "joint_velocity": JointVelocityBackend.msg_type}
 
 
 def make_backend(node: Node, arm: ArmConfig, joint_positions: Callable[[], np.ndarray | None]) -> Backend:

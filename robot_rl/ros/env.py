@@ -33,6 +33,12 @@ from robot_rl.ros.qos import CMD, EVENTS, SENSOR
 from robot_rl.ros.spec_env import contract_for
 
 STATS_WINDOW = 10_000
+
+
+class RobotUnavailable(RuntimeError):
+    """The robot bridge cannot run an episode now (not running, refusing a reset, no fresh state); the
+    message says which and what to do."""
+
 INCIDENTS_WINDOW = 100
 
 
@@ -150,11 +156,15 @@ class RosArmEnv(gym.Env):
         super().reset(seed=seed)
         if self._state.msg is None:  # first reset: the bridge must be hearing from the driver
             self._wait_fresh(-np.inf, self.config.reset_timeout_s)
-        if not self.reset_client.wait_for_service(timeout_sec=self.config.reset_timeout_s):
-            raise TimeoutError(f"{self.reset_client.srv_name} is not available (is the bridge running?)")
-        result = self.reset_client.call(Trigger.Request(), timeout_sec=self.config.reset_timeout_s)
-        if result is None or not result.success:
-            raise RuntimeError(f"robot bridge reset failed: {getattr(result, 'message', 'timeout')}")
+        srv, timeout = self.reset_client.srv_name, self.config.reset_timeout_s
+        if not self.reset_client.wait_for_service(timeout_sec=timeout):
+            raise RobotUnavailable(f"{srv} is not available after {timeout:.0f} s (is the robot bridge running?)")
+        result = self.reset_client.call(Trigger.Request(), timeout_sec=timeout)
+        if result is None:
+            raise RobotUnavailable(f"no reply from {srv} within {timeout:.0f} s (is the robot bridge alive? "
+                                   "see its log and rl/status)")
+        if not result.success:
+            raise RobotUnavailable(f"robot bridge reset failed: {result.message}")
         since = time.monotonic()
         self._wait_fresh(since, self.config.reset_timeout_s, everything=True)
         self._steps = 0
@@ -188,7 +198,7 @@ class RosArmEnv(gym.Env):
             if e["intervention"] >= 0.5:
                 info["intervention"] = True
                 info["intervention_action"] = np.asarray(echo[:ACTION_DIM], np.float32)
-            if np.isfinite(e["command_stamp"]):
+            if e["command_stamp"] != names.NO_COMMAND:
                 self.stats.latencies_s.append(e["command_stamp"] - from_stamp(stamp))
         reward = self._reward_value()
         terminated = bool(success and self.config.terminate_on_success)
@@ -254,7 +264,9 @@ class RosArmEnv(gym.Env):
             ok = self._cond.wait_for(lambda: all(x.time_s > since for x in wanted), timeout=timeout_s)
         if not ok and raise_:
             missing = [k for k, x in self._topics().items() if x in wanted and x.time_s <= since]
-            raise TimeoutError(f"RosArmEnv: no fresh {missing} within {timeout_s:.2f} s")
+            raise RobotUnavailable(f"RosArmEnv: no fresh {missing} within {timeout_s:.2f} s (the robot bridge "
+                                   "publishes rl/robot_state only while every required input is healthy: see "
+                                   "rl/status)")
         return ok
 
     def _topics(self) -> dict[str, _Latest]:

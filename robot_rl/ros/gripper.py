@@ -1,14 +1,16 @@
 """Gripper command backends. ``topic`` (Float64MultiArray to a forward position controller) is the CI path;
 the action backends import ``control_msgs`` / ``franka_msgs`` lazily, only when selected.
 
-Every backend gets a binary command (open/closed, from the contract's gripper latch) and sends it only when
-it changes. Action goals are built by small pure functions, so tests check them with fake action types that
-have the same goal fields.
+Every backend gets a binary command (open/closed, from the contract's gripper latch); action backends send a
+goal only when it changes, the topic backend also re-sends the held command at a low rate. Action goals are
+built by small pure functions, so tests check them with fake action types that have the same goal fields.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -31,6 +33,12 @@ class NoGripper:
 
 def width(cfg: GripperConfig, open_: bool) -> float:
     return cfg.open_width_m if open_ else cfg.closed_width_m
+
+
+def topic_value(cfg: GripperConfig, open_: bool) -> float:
+    """The topic backend's command: the width in m, or as a fraction of ``max_width_m`` (crisp_py)."""
+    w = width(cfg, open_)
+    return w / cfg.max_width_m if cfg.units == "fraction" else w
 
 
 # --- goal builders (pure: they only set fields on the goal object they are given) ---
@@ -66,15 +74,20 @@ def franka_goal(move_goal: Any, grasp_goal: Any, cfg: GripperConfig, open_: bool
 
 # --- backends ---
 class TopicGripper:
-    def __init__(self, node: Node, cfg: GripperConfig) -> None:
-        self.cfg = cfg
+    """Sends on change, and re-sends the held command every ``resend_period_s``: position controllers
+    subscribe volatile, so one that (re)starts after a change would otherwise never get it."""
+
+    def __init__(self, node: Node, cfg: GripperConfig, clock: Callable[[], float] = time.monotonic) -> None:
+        self.cfg, self.clock = cfg, clock
         self.pub = node.create_publisher(Float64MultiArray, cfg.command, CMD)
         self.last: bool | None = None
+        self._sent_s = -math.inf
 
     def command(self, open_: bool) -> None:
-        if open_ != self.last:
-            self.pub.publish(Float64MultiArray(data=[width(self.cfg, open_)]))
-            self.last = open_
+        now = self.clock()
+        if open_ != self.last or now - self._sent_s >= self.cfg.resend_period_s:
+            self.pub.publish(Float64MultiArray(data=[topic_value(self.cfg, open_)]))
+            self.last, self._sent_s = open_, now
 
 
 ClientFactory = Callable[[Node, Any, str, CallbackGroup | None], Any]
@@ -137,7 +150,7 @@ def load_action_types(backend: str) -> dict[str, Any]:
         try:
             out[key] = getattr(importlib.import_module(module), name)
         except ImportError as err:
-            raise RuntimeError(
+            raise ImportError(
                 f"gripper backend {backend!r} needs {module} ({name}); install the ROS package "
                 f"{module.split('.')[0]} (apt: ros-$ROS_DISTRO-{module.split('.')[0].replace('_', '-')}) "
                 f"or use gripper.backend: topic"

@@ -1,21 +1,22 @@
 """Typed hardware configs (one YAML per arm / camera under ``hardware_configs/``), validated on load.
 
-Errors name the file and the field: ``hardware_configs/arms/ur5e.yaml: arm.safety.max_step_m: ...``.
-Pure Python + PyYAML (no ROS import), so the configs are checked in every test tier.
+Errors name the file and the field: ``hardware_configs/arms/ur5e.yaml: arm.safety.max_step_m: ...``. What moves
+the arm is never defaulted: an arm file gives its topics, command, gripper and every safety limit (or a named
+safety preset, ``robot_rl.safety.config.SAFETY_PRESETS``, plus the workspace box). A key given twice, an unknown
+key at any level, a YAML boolean in a number field, a list of the wrong length and values in the wrong unit are
+refused. Pure Python + PyYAML (no ROS import), so the configs are checked in every test tier.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from robot_rl.safety.config import SafetyLimits
+from robot_rl.safety.config import SAFETY_PRESETS, SafetyLimits
 from robot_rl.utils.config_io import from_jsonable
+from robot_rl.utils.strict_yaml import load_yaml
 
 CommandBackend = Literal["pose", "twist", "joint_velocity"]
 GripperBackend = Literal["none", "topic", "gripper_command", "parallel_gripper_command", "franka"]
@@ -38,34 +39,40 @@ def _topic(where: str, value: str | None, optional: bool = False) -> None:
 class ArmTopics:
     """Driver topics the robot bridge reads (relative names resolve inside the bridge's namespace)."""
 
-    joint_states: str = "joint_states"
-    current_pose: str | None = "current_pose"
-    """TCP pose (PoseStamped, base frame): crisp ``current_pose``, UR ``tcp_pose_broadcaster/pose``...
-    None: computed from joint_states with ``kinematics`` (forward kinematics of the DH chain)."""
-    wrench: str | None = None
-    """WrenchStamped at the flange (N, N m); None: the state reports zeros."""
+    joint_states: str
+    current_pose: str | None
+    """TCP pose (PoseStamped, ``base_frame``): crisp ``current_pose``, UR ``tcp_pose_broadcaster/pose``...
+    null: computed from joint_states with ``kinematics`` (forward kinematics of the DH chain)."""
+    wrench: str | None
+    """WrenchStamped at the flange (N, N m); null: the arm has no F/T reading and the state reports zeros."""
+    timeout_s: float = 0.5
+    """A required input (pose, wrench, gripper joints, health) silent for longer than this holds the arm and
+    stops ``rl/robot_state`` until it is back."""
 
     def __post_init__(self) -> None:
         _topic("ArmTopics.joint_states", self.joint_states)
         _topic("ArmTopics.current_pose", self.current_pose, optional=True)
         _topic("ArmTopics.wrench", self.wrench, optional=True)
+        _require(math.isfinite(self.timeout_s) and 0.01 <= self.timeout_s <= 10.0, "ArmTopics.timeout_s",
+                 f"must be in [0.01, 10] s, got {self.timeout_s}")
 
 
 @dataclass(frozen=True)
 class CommandConfig:
     """How the bridge commands the arm's controller (it is that topic's single publisher)."""
 
-    backend: CommandBackend = "pose"
+    backend: CommandBackend
     """pose: PoseStamped target (crisp ``target_pose``, FZI ``<ctrl>/target_frame``); twist: TwistStamped
     (MoveIt Servo ``delta_twist_cmds``); joint_velocity: Float64MultiArray (forward_velocity_controller)."""
-    topic: str = "target_pose"
-    frame_id: str = "base"
+    topic: str
+    frame_id: str
     """header.frame_id of pose/twist commands (FZI drops targets whose frame is not the robot base)."""
     publish_hz: float = 50.0
     """Watchdog/streaming tick (Hz); must be >= 4x control_hz so a stale action is caught within 2 periods."""
 
     def __post_init__(self) -> None:
         _topic("CommandConfig.topic", self.topic)
+        _require(bool(self.frame_id), "CommandConfig.frame_id", "must name the frame of the commands")
         _require(math.isfinite(self.publish_hz) and 1.0 <= self.publish_hz <= 1000.0,
                  "CommandConfig.publish_hz", f"must be in [1, 1000] Hz, got {self.publish_hz}")
 
@@ -96,24 +103,35 @@ class KinematicsConfig:
 
 @dataclass(frozen=True)
 class GripperConfig:
-    backend: GripperBackend = "none"
-    """topic: Float64MultiArray [width m] to a forward position controller (CI); gripper_command /
-    parallel_gripper_command / franka: action clients, loaded only where their message packages exist."""
+    backend: GripperBackend
+    """topic: Float64MultiArray [width] to a forward position controller or crisp_py's gripper topic;
+    gripper_command / parallel_gripper_command / franka: action clients, loaded only where their message
+    packages exist; none: no gripper (the state reports it open)."""
     command: str = "gripper/gripper_position_controller/commands"
     """Topic (backend topic) or action name (action backends; franka: the ``franka_gripper`` namespace)."""
     joint_states: str | None = "gripper/joint_states"
     joint_names: tuple[str, ...] = ()
-    """Finger joints whose positions (m) sum to the opening width."""
+    """Finger joints whose positions sum to the opening (required input when given)."""
+    units: Literal["m", "fraction"] = "m"
+    """Topic commands and finger joint positions: m (a forward position controller on the finger joint), or
+    fraction of ``max_width_m`` from 0 (closed) to 1 (open), crisp_py's gripper convention."""
     open_width_m: float = 0.08
     closed_width_m: float = 0.0
     max_width_m: float = 0.08
     """Width that reads as gripper_opening = 1."""
     speed_m_s: float = 0.1
     max_effort_n: float = 40.0
+    resend_period_s: float = 1.0
+    """Topic backend: the held command is re-sent this often (a controller that subscribes late gets it too)."""
 
     def __post_init__(self) -> None:
         _topic("GripperConfig.command", self.command)
         _topic("GripperConfig.joint_states", self.joint_states, optional=True)
+        _require(self.units in ("m", "fraction"), "GripperConfig.units", f"must be m or fraction, got {self.units!r}")
+        _require(0 < self.max_width_m <= 0.5, "GripperConfig.max_width_m",
+                 f"must be in (0, 0.5] m (millimetres given?), got {self.max_width_m}")
+        _require(0.05 <= self.resend_period_s <= 60, "GripperConfig.resend_period_s",
+                 f"must be in [0.05, 60] s, got {self.resend_period_s}")
         _require(0 <= self.closed_width_m < self.open_width_m <= self.max_width_m, "GripperConfig",
                  f"needs 0 <= closed_width_m < open_width_m <= max_width_m, got {self.closed_width_m}, "
                  f"{self.open_width_m}, {self.max_width_m}")
@@ -160,15 +178,18 @@ class ResetPose:
 class ArmConfig:
     name: str
     driver: str
-    """The driver stack this file targets (documentation; e.g. crisp_controllers, ur_robot_driver)."""
-    base_frame: str = "base"
+    """The driver stack (and versions) this file was written against, e.g. crisp_controllers 1.0."""
+    base_frame: str
+    """Frame of the TCP pose the driver publishes; a pose in another frame is refused."""
+    control_hz: float
+    topics: ArmTopics
+    command: CommandConfig
+    gripper: GripperConfig
+    safety: SafetyLimits
+    """Every limit, or ``preset: <name>`` with overrides; always ``workspace_low_m`` / ``workspace_high_m``.
+    Its ``control_hz`` is the top-level one."""
     joint_names: tuple[str, ...] = ()
     """Arm joints in kinematic order; driver joint_states are mapped by name (their order is not fixed)."""
-    control_hz: float = 10.0
-    topics: ArmTopics = field(default_factory=ArmTopics)
-    command: CommandConfig = field(default_factory=CommandConfig)
-    gripper: GripperConfig = field(default_factory=GripperConfig)
-    safety: SafetyLimits = field(default_factory=SafetyLimits)
     kinematics: KinematicsConfig | None = None
     health: tuple[HealthInput, ...] = ()
     reset_pose: ResetPose | None = None
@@ -181,10 +202,11 @@ class ArmConfig:
     def __post_init__(self) -> None:
         _require(bool(self.name) and bool(self.driver), "ArmConfig.name/driver", "must be non-empty")
         _require(len(set(self.joint_names)) == len(self.joint_names), "ArmConfig.joint_names", "repeats")
+        _require(bool(self.base_frame), "ArmConfig.base_frame", "must name the frame of the TCP pose")
         _require(math.isfinite(self.control_hz) and 1 <= self.control_hz <= 500, "ArmConfig.control_hz",
                  f"must be in [1, 500] Hz, got {self.control_hz}")
-        # One source for the rate: the top-level control_hz sets the safety filter's periods.
-        object.__setattr__(self, "safety", dataclasses.replace(self.safety, control_hz=self.control_hz))
+        _require(self.safety.control_hz == self.control_hz, "ArmConfig.safety.control_hz",
+                 f"must equal control_hz ({self.control_hz}), got {self.safety.control_hz}")
         _require(self.command.publish_hz >= 4 * self.control_hz, "ArmConfig.command.publish_hz",
                  f"must be >= 4 x control_hz = {4 * self.control_hz} Hz, got {self.command.publish_hz}")
         if self.topics.current_pose is None:
@@ -210,7 +232,10 @@ class ArmConfig:
 class CameraConfig:
     name: str
     """Contract camera name: the image appears as ``images/<name>`` and on ``rl/images/<name>``."""
-    topic: str = "/camera/camera/color/image_raw"
+    topic: str
+    input_hw_px: tuple[int, int]
+    """The driver's image size (height, width). Frames of another size are refused and counted: cropping
+    them would give the policy another field of view."""
     transport: Literal["raw", "compressed"] = "raw"
     """raw: sensor_msgs/Image on ``topic``; compressed: CompressedImage on ``topic + '/compressed'``."""
     crop_xywh_px: tuple[int, int, int, int] | None = None
@@ -228,10 +253,15 @@ class CameraConfig:
         _require(bool(self.name) and "/" not in self.name, "CameraConfig.name",
                  f"must be a non-empty name without '/', got {self.name!r}")
         _topic("CameraConfig.topic", self.topic)
+        _require(all(16 <= v <= 8192 for v in self.input_hw_px), "CameraConfig.input_hw_px",
+                 f"entries must be in [16, 8192] px, got {list(self.input_hw_px)}")
         if self.crop_xywh_px is not None:
             x, y, w, h = self.crop_xywh_px
             _require(x >= 0 and y >= 0 and w > 0 and h > 0, "CameraConfig.crop_xywh_px",
                      f"needs x, y >= 0 and width, height > 0, got {self.crop_xywh_px}")
+            in_h, in_w = self.input_hw_px
+            _require(x + w <= in_w and y + h <= in_h, "CameraConfig.crop_xywh_px",
+                     f"{list(self.crop_xywh_px)} reaches outside the {in_w}x{in_h} input image (input_hw_px)")
         _require(all(16 <= v <= 1024 for v in self.output_hw_px), "CameraConfig.output_hw_px",
                  f"entries must be in [16, 1024] px, got {self.output_hw_px}")
         _require(0 < self.rate_hz <= 120, "CameraConfig.rate_hz", f"must be in (0, 120], got {self.rate_hz}")
@@ -257,21 +287,40 @@ def resolve_config_path(name_or_path: str | Path, kind: Literal["arms", "cameras
     raise FileNotFoundError(f"no {kind} hardware config {str(name_or_path)!r}; looked in {looked}")
 
 
-def _load(path: Path, key: str, cls: type) -> Any:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise ValueError(f"{path}: not valid YAML: {err}") from err
+def _load(path: Path, key: str, cls: type, prepare: Any = None) -> Any:
+    data = load_yaml(path)
     if not isinstance(data, dict) or key not in data:
         raise ValueError(f"{path}: expected a top-level '{key}:' mapping")
+    if set(data) != {key}:
+        raise ValueError(f"{path}: unknown top-level key(s) {sorted(set(data) - {key})}; only '{key}:' belongs here")
     try:
-        return from_jsonable(cls, data[key], where=key)
+        body = prepare(data[key]) if prepare is not None else data[key]
+        return from_jsonable(cls, body, where=key)
     except (ValueError, TypeError) as err:
         raise ValueError(f"{path}: {err}") from err
 
 
+def _arm_with_safety(arm: Any) -> Any:
+    """The ``safety:`` mapping completed: its preset's limits under the given ones, the top-level control_hz."""
+    if not isinstance(arm, dict):
+        return arm
+    safety = arm.get("safety")
+    if not isinstance(safety, dict):
+        raise ValueError("arm.safety: missing; give every limit, or 'preset:' plus workspace_low_m/workspace_high_m "
+                         f"(presets: {sorted(SAFETY_PRESETS)})")
+    if "control_hz" in safety:
+        raise ValueError("arm.safety.control_hz: set control_hz once, at the top level (arm.control_hz)")
+    given = dict(safety)
+    preset = given.pop("preset", None)
+    if preset is not None:
+        if preset not in SAFETY_PRESETS:
+            raise ValueError(f"arm.safety.preset: unknown preset {preset!r}; presets: {sorted(SAFETY_PRESETS)}")
+        given = {**SAFETY_PRESETS[preset], **given}
+    return {**arm, "safety": {**given, "control_hz": arm.get("control_hz")}}
+
+
 def load_arm_config(name_or_path: str | Path) -> ArmConfig:
-    return _load(resolve_config_path(name_or_path, "arms"), "arm", ArmConfig)
+    return _load(resolve_config_path(name_or_path, "arms"), "arm", ArmConfig, _arm_with_safety)
 
 
 def load_camera_config(name_or_path: str | Path) -> CameraConfig:

@@ -39,11 +39,16 @@ def image_to_rgb(encoding: str, height: int, width: int, step: int, data: bytes 
     return img
 
 
+def require_opencv() -> None:
+    """Compressed transports decode with OpenCV: fail at start-up, not on every frame."""
+    if _cv2() is None:
+        raise ImportError("compressed images need OpenCV: pip install opencv-python-headless")
+
+
 def compressed_to_rgb(fmt: str, data: bytes | memoryview) -> np.ndarray:
     """A sensor_msgs/CompressedImage payload (JPEG/PNG) -> uint8 [H, W, 3] RGB."""
+    require_opencv()
     cv2 = _cv2()
-    if cv2 is None:
-        raise RuntimeError("compressed images need OpenCV: pip install opencv-python-headless")
     bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if bgr is None:
         raise ValueError(f"could not decode a compressed image (format {fmt!r}, {len(data)} bytes)")

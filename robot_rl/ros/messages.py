@@ -50,7 +50,8 @@ def pose_from_msg(msg: PoseStamped) -> tuple[np.ndarray, np.ndarray] | None:
     p, o = msg.pose.position, msg.pose.orientation
     pos = np.array([p.x, p.y, p.z])
     quat = np.array([o.w, o.x, o.y, o.z])
-    norm = float(np.linalg.norm(quat))
+    with np.errstate(over="ignore", invalid="ignore"):  # huge components: an infinite norm, refused below
+        norm = float(np.linalg.norm(quat))
     if not (np.all(np.isfinite(pos)) and np.isfinite(norm) and abs(norm - 1.0) < 0.05):
         return None
     return pos, quat_to_matrix(quat)

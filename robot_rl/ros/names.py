@@ -11,13 +11,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from robot_rl.envs.contract import STATE_LAYOUT
-from robot_rl.safety.filter import MODES
+from robot_rl.safety.filter import STATES
 
 ACTION_NAMES = ("dx", "dy", "dz", "drx", "dry", "drz", "gripper")
 INTERVENTION_NAMES = ("active", *ACTION_NAMES)
-EXECUTED_NAMES = (*ACTION_NAMES, "intervention", "safety_clipped", "refused", "mode", "command_stamp")
-"""``rl/executed_action``: the action the bridge executed (NaN when refused), flags, the filter mode
-(index into ``MODES``) and the stamp (s) of the command it sent."""
+EXECUTED_NAMES = (*ACTION_NAMES, "intervention", "safety_clipped", "refused", "state", "command_stamp")
+"""``rl/executed_action``: the action the bridge executed (zeros when refused: the arm held), flags, the safety
+filter's state (index into ``STATES``) and the stamp (s) of the command it sent (``NO_COMMAND``: none). No NaN
+goes out on any topic."""
+NO_COMMAND = -1.0
 REWARD_NAMES = ("reward", "success")
 STATE_NAMES = tuple(STATE_LAYOUT.names())
 
@@ -35,8 +37,13 @@ def image_topic(camera: str) -> str:
     return f"rl/images/{camera}"
 
 
-def mode_index(mode: str) -> int:
-    return MODES.index(mode)  # type: ignore[arg-type]
+def image_status_topic(camera: str) -> str:
+    """The camera bridge's counters (DiagnosticArray)."""
+    return f"rl/images/{camera}/status"
+
+
+def state_index(state: str) -> int:
+    return STATES.index(state)  # type: ignore[arg-type]
 
 
 def pick(names: Sequence[str], values: Sequence[float], wanted: Sequence[str]) -> np.ndarray | None:

@@ -24,7 +24,7 @@ import gc
 import os
 import threading
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 import rclpy
@@ -55,11 +55,31 @@ def declare_dataclass(node: Node, cls: type[T], prefix: str = "") -> T:
             value = tuple(v for v in value if v != "")
         elif value == "" and f.default is None:
             value = None
+        if typing.get_origin(hints[f.name]) is typing.Literal and value not in typing.get_args(hints[f.name]):
+            raise SystemExit(f"{node.get_fully_qualified_name()}: parameter {prefix + f.name} = {value!r}: "
+                             f"expected one of {list(typing.get_args(hints[f.name]))}")
         values[f.name] = value
     try:
         return cls(**values)
     except (TypeError, ValueError) as err:
-        raise SystemExit(f"{node.get_fully_qualified_name()}: bad parameters: {err}") from err
+        raise SystemExit(f"{node.get_fully_qualified_name()}: bad parameters: {err}") from None
+
+
+USER_ERRORS = (ValueError, FileNotFoundError, ImportError)
+"""What a user's setting causes at start-up (a bad config, a missing file, a missing ROS package)."""
+
+
+@contextlib.contextmanager
+def startup_errors(node: Node) -> Iterator[None]:
+    """Around a node's set-up: a user error ends the process with one line naming the node and the cause
+    (exit status 1), not a traceback."""
+    try:
+        yield
+    except USER_ERRORS as err:
+        name = node.get_fully_qualified_name()
+        node.destroy_node()
+        rclpy.try_shutdown(context=node.context)
+        raise SystemExit(f"{name}: {err}") from None
 
 
 def make_executor(node: Node) -> Executor:

@@ -32,7 +32,7 @@ from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.record import demo_summary, record_scripted_demos
-from robot_rl.training.run_dir import RunDir
+from robot_rl.training.run_dir import RunDir, read_checkpoint
 from robot_rl.utils.allocator import retain_freed_memory
 from robot_rl.utils.config_io import from_jsonable
 
@@ -243,7 +243,7 @@ class Trainer:
         path = ckpt_dir / CHECKPOINT
         if not path.exists():
             raise FileNotFoundError(f"--resume {self.run_dir.path}: no checkpoint at {path}")
-        state = torch.load(path, map_location=self.config.device, weights_only=False)
+        state = read_checkpoint(path, self.config.device)
         self.agent.load_state_dict(state["agent"])
         self.env_steps, self.episodes, self.updates = state["env_steps"], state["episodes"], state["updates"]
         torch.set_rng_state(state["torch_rng"])
@@ -271,13 +271,19 @@ def _run_env(run: Path, cfg: TrainConfig) -> Any:
 def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, TrainConfig]:
     """Rebuild the agent of a run folder (or of a checkpoint file inside one) for evaluation/deployment."""
     path = Path(run_or_checkpoint)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such run folder or checkpoint file")
     ckpt = path if path.is_file() else path / "checkpoints" / CHECKPOINT
+    if not ckpt.exists():
+        raise FileNotFoundError(f"no checkpoint at {ckpt}")
     run = ckpt.parent.parent
     cfg = load_run_config(run)
+    state = read_checkpoint(ckpt, device)
     env = _run_env(run, cfg)
     agent = SACAgent(cfg.agent, env.observation_space, env.action_space, device=device, seed=cfg.seed)
     env.close()
-    if not ckpt.exists():
-        raise FileNotFoundError(f"no checkpoint at {ckpt}")
-    agent.load_state_dict(torch.load(ckpt, map_location=device, weights_only=False)["agent"])
+    try:
+        agent.load_state_dict(state["agent"])
+    except (KeyError, RuntimeError, ValueError) as err:
+        raise ValueError(f"{ckpt}: does not fit the agent of {run}/config.json ({err})") from err
     return agent, cfg

@@ -59,7 +59,10 @@ class RunDir:
         config_file = self.path / "config.json"
         if not config_file.exists():
             raise FileNotFoundError(f"{self.path} is not a run folder: no config.json")
-        return json.loads(config_file.read_text())
+        try:
+            return json.loads(config_file.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ValueError(f"{config_file}: not valid JSON ({err})") from err
 
     def _write_git_state(self) -> None:
         root = Path(__file__).resolve().parents[2]
@@ -168,3 +171,23 @@ def atomic_write_text(path: Path, text: str) -> None:
     tmp = _tmp_path(path)
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def read_checkpoint(path: Path, device: str = "cpu") -> dict[str, Any]:
+    """A checkpoint written by ``robot-rl train`` or ``robot-rl learner``; ``ValueError`` naming the file when it
+    is empty, truncated or not one of ours."""
+    import pickle
+    import zipfile
+
+    import torch
+
+    try:
+        state = torch.load(path, map_location=device, weights_only=False)
+    except (EOFError, RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, AttributeError,
+            ModuleNotFoundError) as err:
+        size, why = path.stat().st_size, str(err).split(". ")[0]
+        raise ValueError(f"{path}: not a readable checkpoint ({size} bytes; {type(err).__name__}: {why}); "
+                         "an interrupted copy? copy it again or use another checkpoint") from err
+    if not isinstance(state, dict) or "agent" not in state:
+        raise ValueError(f"{path}: not a robot_rl checkpoint (no 'agent' entry)")
+    return state

@@ -34,15 +34,27 @@ def _build(tp: Any, data: Any, where: str) -> Any:
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected a mapping for {tp.__name__}, got {type(data).__name__}")
         hints = typing.get_type_hints(tp)
-        names = {f.name for f in dataclasses.fields(tp) if f.init}
-        unknown = set(data) - names
+        fields = [f for f in dataclasses.fields(tp) if f.init]
+        unknown = set(data) - {f.name for f in fields}
         if unknown:
             raise ValueError(f"{where}: unknown field(s) {sorted(unknown)} for {tp.__name__}")
-        return tp(**{k: _build(hints[k], v, f"{where}.{k}") for k, v in data.items()})
+        required = [f.name for f in fields
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        missing = [name for name in required if name not in data]
+        if missing:
+            raise ValueError(f"{where}: missing field(s) {missing} for {tp.__name__}")
+        kwargs = {k: _build(hints[k], v, f"{where}.{k}") for k, v in data.items()}
+        try:
+            return tp(**kwargs)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: {err}") from err
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if data is None and type(None) in args:
             return None
+        concrete = [a for a in args if a is not type(None)]
+        if len(concrete) == 1:  # Optional[X]: X's own error is the clearest
+            return _build(concrete[0], data, where)
         for arg in args:
             if arg is type(None):
                 continue
@@ -53,10 +65,16 @@ def _build(tp: Any, data: Any, where: str) -> Any:
         raise ValueError(f"{where}: {data!r} matches none of {args}")
     if origin is tuple:
         args = typing.get_args(tp)
+        if not isinstance(data, (list, tuple)):
+            raise ValueError(f"{where}: expected a list, got {data!r}")
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_build(args[0], v, where) for v in data)
-        return tuple(_build(a, v, where) for a, v in zip(args, data))
+            return tuple(_build(args[0], v, f"{where}[{i}]") for i, v in enumerate(data))
+        if len(data) != len(args):
+            raise ValueError(f"{where}: expected {len(args)} entries, got {len(data)} ({list(data)})")
+        return tuple(_build(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
     if origin is dict:
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected a mapping, got {data!r}")
         key_t, val_t = typing.get_args(tp)
         return {_build(key_t, k, where): _build(val_t, v, f"{where}.{k}") for k, v in data.items()}
     if origin is typing.Literal:
@@ -65,6 +83,8 @@ def _build(tp: Any, data: Any, where: str) -> Any:
         return data
     if tp is Path:
         return Path(data)
+    if tp in (int, float) and isinstance(data, bool):  # YAML reads yes/no/on/off as booleans
+        raise ValueError(f"{where}: expected a number, got {data!r} (a YAML boolean)")
     if tp is float and isinstance(data, int):
         return float(data)
     if tp in (int, float, str, bool) and not isinstance(data, tp):

@@ -139,8 +139,19 @@ def test_shape_mismatch_named(recorded) -> None:
     arrays = dict(np.load(paths[2]))
     arrays["obs/images/wrist"] = arrays["obs/images/wrist"][:, :8]
     np.savez_compressed(paths[2], **arrays)
-    with pytest.raises(DemoFormatError, match=r"episode_000002.npz.*'images/wrist'"):
+    with pytest.raises(DemoFormatError, match=r"episode_000002.npz.*'images/wrist'") as err:
         load_demos(path)
+    assert str(err.value).count("episode_000002.npz") == 1, "the path is named once"
+
+
+def test_action_shape_error_says_shape(recorded) -> None:
+    path, _, paths = recorded
+    arrays = dict(np.load(paths[0]))
+    arrays["actions"] = arrays["actions"][:, :5]
+    np.savez_compressed(paths[0], **arrays)
+    with pytest.raises(DemoFormatError, match=r"episode_000000.npz: actions expected shape \[\d+, 7\], got") as err:
+        load_demos(path)
+    assert "finite" not in str(err.value) and str(err.value).count("episode_000000.npz") == 1
 
 
 def test_bad_meta(recorded) -> None:

@@ -172,20 +172,24 @@ def wait_for(cond: Callable[[], Any], timeout_s: float, what: str, procs: Proces
                          (f"\n{procs.logs()}" if procs is not None else ""))
 
 
+FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
+
+
 class FakeDriver:
-    """A driver stack on the probe node: publishes ``current_pose`` and ``joint_states`` (reliable, like
-    joint_state_broadcaster) at ``rate_hz`` under ``namespace``; the pose can be set or made to follow the
-    pose targets it receives (an ideal controller)."""
+    """A driver stack on the probe node: publishes ``current_pose``, ``joint_states`` (reliable, like
+    joint_state_broadcaster; ``joints`` and the sim arm's finger joints) and a zero ``wrench`` at ``rate_hz``
+    under ``namespace``; the pose can be set or made to follow the pose targets it receives (an ideal
+    controller). ``frame_id`` is the pose's frame; ``with_wrench = False`` stops the wrench."""
 
     def __init__(self, probe: Probe, namespace: str, rate_hz: float = 100.0, joints: tuple[str, ...] = (),
                  follow: bool = False) -> None:
         import numpy as np
-        from geometry_msgs.msg import PoseStamped
+        from geometry_msgs.msg import PoseStamped, WrenchStamped
         from sensor_msgs.msg import JointState
 
         from robot_rl.ros.messages import pose_from_msg, pose_msg
 
-        self.np, self.pose_msg, self.JointState = np, pose_msg, JointState
+        self.np, self.pose_msg, self.JointState, self.WrenchStamped = np, pose_msg, JointState, WrenchStamped
         node = probe.node
         self.node, self.ns = node, namespace.rstrip("/")
         self.position = np.array([0.5, 0.0, 0.3])
@@ -193,8 +197,11 @@ class FakeDriver:
         self.joints = joints
         self.q = np.zeros(len(joints))
         self.publishing = True
+        self.frame_id = "base"
+        self.with_wrench = True
         self.pose_pub = node.create_publisher(PoseStamped, f"{self.ns}/current_pose", 10)
         self.joint_pub = node.create_publisher(JointState, f"{self.ns}/joint_states", 10)
+        self.wrench_pub = node.create_publisher(WrenchStamped, f"{self.ns}/wrench", 10)
         if follow:
             def on_target(msg: PoseStamped) -> None:
                 pose = pose_from_msg(msg)
@@ -207,8 +214,11 @@ class FakeDriver:
         if not self.publishing:
             return
         stamp = self.node.get_clock().now().to_msg()
-        if self.joints:
-            js = self.JointState(name=list(self.joints), position=[float(v) for v in self.q])
-            js.header.stamp = stamp
-            self.joint_pub.publish(js)
-        self.pose_pub.publish(self.pose_msg(self.position, self.rotation, "base", stamp))
+        js = self.JointState(name=[*self.joints, *FINGERS], position=[*(float(v) for v in self.q), 0.04, 0.04])
+        js.header.stamp = stamp
+        self.joint_pub.publish(js)
+        if self.with_wrench:
+            wrench = self.WrenchStamped()
+            wrench.header.stamp, wrench.header.frame_id = stamp, "base"
+            self.wrench_pub.publish(wrench)
+        self.pose_pub.publish(self.pose_msg(self.position, self.rotation, self.frame_id, stamp))

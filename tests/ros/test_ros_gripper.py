@@ -108,7 +108,33 @@ def test_missing_message_packages_give_a_clear_error() -> None:
     try:
         import control_msgs  # noqa: F401
     except ImportError:
-        with pytest.raises(RuntimeError, match=r"control_msgs.*gripper\.backend: topic"):
+        with pytest.raises(ImportError, match=r"control_msgs.*gripper\.backend: topic"):
             load_action_types("gripper_command")
     else:
         assert "main" in load_action_types("gripper_command")
+
+
+class RecordingPublisherNode:
+    def __init__(self) -> None:
+        self.sent: list[list[float]] = []
+
+    def create_publisher(self, msg_type, topic, qos):
+        return SimpleNamespace(publish=lambda msg: self.sent.append(list(msg.data)))
+
+
+@pytest.mark.parametrize(("units", "open_value"), [("m", 0.08), ("fraction", 1.0)])
+def test_topic_gripper_resends_the_held_command_and_speaks_its_units(units: str, open_value: float) -> None:
+    """A controller that subscribes after a change still gets the held command within resend_period_s."""
+    from robot_rl.ros.gripper import TopicGripper
+
+    now = [0.0]
+    node = RecordingPublisherNode()
+    gripper = TopicGripper(node, GripperConfig(backend="topic", units=units, resend_period_s=1.0),  # type: ignore[arg-type]
+                           clock=lambda: now[0])
+    for t in (0.0, 0.1, 0.5, 1.05, 1.5, 2.1):
+        now[0] = t
+        gripper.command(True)
+    assert node.sent == [[open_value]] * 3  # the change at 0.0, then once a second
+    now[0] = 2.2
+    gripper.command(False)  # a change goes out at once
+    assert node.sent[-1] == [0.0]

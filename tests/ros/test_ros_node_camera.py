@@ -12,12 +12,14 @@ import pytest
 pytest.importorskip("rclpy")
 
 from conftest import ros_session, write_camera_config
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from ros_harness import wait_for
 from sensor_msgs.msg import CompressedImage, Image
 
 from robot_rl.ros import names
 from robot_rl.ros.messages import image_from_msg, image_msg
+from robot_rl.ros.qos import EVENTS
 
 DEEP_SENSOR = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
 H, W = 240, 320  # realsense's 320x240 profile: keeps 3 bridges x 30 Hz light on a 2-core CI machine
@@ -40,7 +42,7 @@ def test_camera_bridge_qos_decoding_and_rate(tmp_path) -> None:
     with ros_session("camera", tmp_path) as (procs, probe):
         pubs, outs = {}, {}
         for name, (transport, qos) in inputs.items():
-            cfg = write_camera_config(tmp_path, name=name, topic=f"/cams/{name}/image_raw",
+            cfg = write_camera_config(tmp_path, name=name, topic=f"/cams/{name}/image_raw", input_hw_px=[H, W],
                                       transport=transport, crop_xywh_px=list(CROP), output_hw_px=[128, 128])
             procs.start("camera_bridge", name=f"camera_bridge_{name}", namespace="/rig", camera_config=cfg)
             topic = f"/cams/{name}/image_raw" + ("/compressed" if transport == "compressed" else "")
@@ -89,3 +91,34 @@ def test_camera_bridge_qos_decoding_and_rate(tmp_path) -> None:
             assert abs(float(img[:, 0, 0].mean()) - 41 * 2 / 3) < tol
             assert abs(float(img[:, -1, 0].mean()) - 279 * 2 / 3) < tol
             assert abs(float(img[-1, :, 1].mean()) - 239) < tol
+
+
+def test_frames_of_another_size_are_refused_and_counted(tmp_path) -> None:
+    """A driver streaming 320x240 into a config made for 640x480 would give the policy another field of view
+    after the crop: those frames are dropped, counted in rl/images/<name>/status, and logged once."""
+    with ros_session("camera_size", tmp_path) as (procs, probe):
+        cfg = write_camera_config(tmp_path, name="front", topic="/cam/image_raw", input_hw_px=[480, 640],
+                                  crop_xywh_px=[80, 0, 480, 480], output_hw_px=[64, 64], reliability="reliable")
+        procs.start("camera_bridge", namespace="/rig", camera_config=cfg)
+        pub = probe.node.create_publisher(Image, "/cam/image_raw", QoSProfile(depth=10))
+        out = probe.collect(Image, f"/rig/{names.image_topic('front')}", DEEP_SENSOR)
+        status = probe.collect(DiagnosticArray, f"/rig/{names.image_status_topic('front')}", EVENTS)
+        small = np.zeros((240, 320, 3), np.uint8)
+
+        def counters() -> dict[str, str]:
+            return {kv.key: kv.value for kv in status[-1][1].status[0].values} if status else {}
+
+        def send(img: np.ndarray) -> None:
+            pub.publish(image_msg(img, probe.node.get_clock().now().to_msg(), "cam"))
+            time.sleep(0.05)
+
+        wait_for(lambda: send(small) or int(counters().get("wrong_size", 0)) >= 5, 30.0,
+                 "wrong-size frames counted", procs)
+        assert not out, "a wrong-size frame was forwarded"
+        assert "dropping 320x240 frames" in status[-1][1].status[0].message
+        full = np.zeros((480, 640, 3), np.uint8)
+        wait_for(lambda: send(full) or out, 10.0, "a right-size frame forwarded", procs)
+        assert image_from_msg(out[-1][1]).shape == (64, 64, 3)
+        procs.assert_alive()
+        log = procs.logs()
+        assert log.count("dropping 320x240 frames") == 1, "warn once per change of size"

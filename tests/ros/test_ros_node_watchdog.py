@@ -49,7 +49,7 @@ def test_killing_the_actor_makes_the_bridge_hold_within_two_periods(tmp_path) ->
 
         def held(ns: str) -> list:
             last = actions[ns][-1][0]
-            return [(t, m) for t, m in status[ns] if t > last and m.status[0].message.startswith("hold (stale")]
+            return [(t, m) for t, m in status[ns] if t > last and m.status[0].message.startswith("holding (stale")]
 
         wait_for(lambda: held("/pose") and held("/twist"), 10.0, "both bridges to report a hold", procs)
         time.sleep(3 * period)
@@ -65,7 +65,7 @@ def test_killing_the_actor_makes_the_bridge_hold_within_two_periods(tmp_path) ->
 
         # Pose backend: the target stops moving. Twist backend: zero velocity, and it stays zero.
         last = actions["/pose"][-1][0]
-        since = next(t for t, m in status["/pose"] if t > last and m.status[0].message.startswith("hold (stale"))
+        since = next(t for t, m in status["/pose"] if t > last and m.status[0].message.startswith("holding (stale"))
         frozen = [pose_from_msg(m)[0] for t, m in targets if t > since]
         assert frozen and np.ptp(np.array(frozen), axis=0).max() < 1e-9, "the target kept moving"
         last = actions["/twist"][-1][0]

@@ -101,6 +101,23 @@ def test_train_eval_resume(tmp_path: Path, capsys) -> None:
     )
 
 
+def test_eval_of_a_truncated_or_empty_checkpoint_names_the_file(tmp_path: Path, capsys) -> None:
+    from robot_rl.training.config import TrainConfig
+    from robot_rl.training.run_dir import RunDir
+
+    run = tmp_path / "run"
+    RunDir(run).create(TrainConfig(task="reach"))
+    checkpoint = run / "checkpoints" / "latest.pt"
+    for content in (b"", b"PK\x03\x04 truncated"):
+        checkpoint.write_bytes(content)
+        assert main(["eval", str(run), "--episodes", "1"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"robot-rl: error: {checkpoint}: not a readable checkpoint ({len(content)} bytes")
+        assert len(err.splitlines()) == 1
+    assert main(["eval", str(tmp_path / "nowhere")]) == 2
+    assert "no such run folder or checkpoint file" in capsys.readouterr().err
+
+
 def test_train_pixels_writes_video(tmp_path: Path) -> None:
     run = tmp_path / "run"
     main(

@@ -8,7 +8,7 @@ from rclpy.node import Node
 
 from robot_rl.ros.camera import CameraBridge
 from robot_rl.ros.hardware import load_camera_config
-from robot_rl.ros.runtime import declare_dataclass, init, spin
+from robot_rl.ros.runtime import declare_dataclass, init, spin, startup_errors
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,10 @@ class Params:
 def main(argv: list[str] | None = None) -> None:
     init(argv)
     node = Node("camera_bridge")
-    cfg = load_camera_config(declare_dataclass(node, Params).camera_config)
-    CameraBridge(node, cfg)
+    params = declare_dataclass(node, Params)
+    with startup_errors(node):
+        cfg = load_camera_config(params.camera_config)
+        CameraBridge(node, cfg)
     node.get_logger().info(f"camera bridge {cfg.name}: {cfg.topic} ({cfg.transport}) -> {cfg.output_hw_px}")
     spin(node)
 

@@ -15,8 +15,8 @@ from robot_rl.ros.actor import (
     run_remote,
     write_stats,
 )
-from robot_rl.ros.env import RosArmEnv, RosEnvConfig
-from robot_rl.ros.runtime import BackgroundSpinner, declare_dataclass, init
+from robot_rl.ros.env import RobotUnavailable, RosArmEnv, RosEnvConfig
+from robot_rl.ros.runtime import BackgroundSpinner, declare_dataclass, init, startup_errors
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -28,15 +28,17 @@ def main(argv: list[str] | None = None) -> None:
         import torch
 
         torch.set_num_threads(max(1, cfg.torch_threads))
-    env = RosArmEnv(env_cfg, node)
     remote = cfg.learner == "remote"
-    policy = None if remote else POLICIES[cfg.policy](cfg, env)
-    learner = NoLearner() if remote else LEARNERS[cfg.learner](cfg, env)
+    with startup_errors(node):
+        env = RosArmEnv(env_cfg, node)
+        policy = None if remote else POLICIES[cfg.policy](cfg, env)
+        learner = NoLearner() if remote else LEARNERS[cfg.learner](cfg, env)
     spinner = BackgroundSpinner(node)
     log = node.get_logger()
     log.info(f"policy actor at {env.arm.control_hz} Hz: " +
              (f"learner at {cfg.learner_address}" if remote else f"{cfg.policy} policy"))
     stats = ActorStats()
+    exit_code = 0
     try:
         if remote:
             kwargs = {"hardware_config": env_cfg.hardware_config, "cameras": list(env_cfg.cameras),
@@ -45,6 +47,10 @@ def main(argv: list[str] | None = None) -> None:
         else:
             run_actor(env, policy, learner, cfg.episodes, should_stop=lambda: not rclpy.ok(), stats=stats)
             log.info(f"done: {stats.episodes} episodes, {stats.successes} successes")
+    except RobotUnavailable as err:
+        if rclpy.ok():
+            log.error(str(err))
+            exit_code = 1
     except Exception as err:  # a SIGTERM shuts the context down under a waiting step: stop quietly
         if rclpy.ok():
             raise
@@ -55,6 +61,8 @@ def main(argv: list[str] | None = None) -> None:
         spinner.stop()
         node.destroy_node()
         rclpy.try_shutdown()
+    if exit_code:
+        raise SystemExit(exit_code)
 
 
 if __name__ == "__main__":

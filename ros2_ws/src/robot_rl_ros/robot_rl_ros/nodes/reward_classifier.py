@@ -14,7 +14,7 @@ from robot_rl.ros import names
 from robot_rl.ros.messages import image_from_msg, named_vector
 from robot_rl.ros.qos import SENSOR
 from robot_rl.ros.reward import STATE_KEY, RewardCore, RewardNodeConfig
-from robot_rl.ros.runtime import declare_dataclass, init, spin
+from robot_rl.ros.runtime import declare_dataclass, init, spin, startup_errors
 
 OUTPUT_NAMES = (*names.REWARD_NAMES, "probability")
 
@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> None:
     init(argv)
     node = Node("reward_classifier")
     cfg = declare_dataclass(node, RewardNodeConfig)
-    core = RewardCore(cfg)
+    with startup_errors(node):
+        core = RewardCore(cfg)
     group = MutuallyExclusiveCallbackGroup()  # inputs and evaluation never interleave
     sub = node.create_subscription
     for camera in core.cameras:

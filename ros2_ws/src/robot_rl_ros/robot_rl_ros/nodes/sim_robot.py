@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from rclpy.node import Node
 
 from robot_rl.ros.hardware import load_arm_config
-from robot_rl.ros.runtime import declare_dataclass, init, spin
+from robot_rl.ros.runtime import declare_dataclass, init, spin, startup_errors
 from robot_rl.ros.sim_robot import SimRobotConfig, SimRobotNode
 
 
@@ -19,8 +19,10 @@ class Params:
 def main(argv: list[str] | None = None) -> None:
     init(argv)
     node = Node("sim_robot")
-    arm = load_arm_config(declare_dataclass(node, Params).hardware_config)
-    sim = SimRobotNode(node, arm, declare_dataclass(node, SimRobotConfig, prefix="sim."))
+    params = declare_dataclass(node, Params)
+    sim_cfg = declare_dataclass(node, SimRobotConfig, prefix="sim.")
+    with startup_errors(node):
+        sim = SimRobotNode(node, load_arm_config(params.hardware_config), sim_cfg)
     c = sim.cfg
     node.get_logger().info(f"sim robot: task {c.task}, state {c.state_hz} Hz, cameras {c.cameras}")
     try:
