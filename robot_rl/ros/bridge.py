@@ -58,7 +58,7 @@ class RobotBridge:
         g = arm.gripper
         self.assembler = StateAssembler(arm.joint_names, g.joint_names, g.max_width_m, gripper_units=g.units)
         self.mux = InterventionMux(arm.safety.stale_after_s)
-        self.inputs = InputMonitor(required_inputs(arm), self.now_s())
+        self.inputs = InputMonitor(required_inputs(arm))
         self.drops = DropLog(node.get_logger().warning, BRIDGE_DROPS)
         self.resetting = False
         self._tick_waiters: list[Future] = []

@@ -28,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 import rclpy
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -50,7 +51,10 @@ def declare_dataclass(node: Node, cls: type[T], prefix: str = "") -> T:
             default = ""
         if isinstance(default, tuple):
             default = list(default) if default else [""]
-        value = node.declare_parameter(prefix + f.name, default).value
+        try:
+            value = node.declare_parameter(prefix + f.name, default).value
+        except (InvalidParameterTypeException, InvalidParameterValueException) as err:
+            raise SystemExit(f"{node.get_fully_qualified_name()}: parameter {prefix + f.name}: {err}") from None
         if typing.get_origin(hints[f.name]) is tuple:
             value = tuple(v for v in value if v != "")
         elif value == "" and f.default is None:

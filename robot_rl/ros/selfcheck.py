@@ -121,7 +121,7 @@ def check_hardware(config: str, seconds: float = 3.0, namespace: str = "") -> tu
     from robot_rl.ros.hardware import load_arm_config
 
     arm = load_arm_config(config)
-    monitor = InputMonitor(required_inputs(arm), time.monotonic())
+    monitor = InputMonitor(required_inputs(arm))
     context = Context()
     rclpy.init(context=context)
     try:

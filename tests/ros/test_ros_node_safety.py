@@ -229,6 +229,8 @@ def test_a_pose_in_the_wrong_frame_holds_and_is_reported(rig: Rig) -> None:
     finally:
         rig.driver.frame_id = "base"
     wait_for(lambda: "inputs:" not in rig.message(), 5.0, "the inputs to be healthy again", rig.procs)
+    log = (rig.procs.log_dir / "arm_robot_bridge.log").read_text()
+    assert log.count("is in frame 'world'") == 1, "the input problem is logged once, when it starts"
     t = time.monotonic()
     rig.stream([1, 0, 0, 0, 0, 0, 0], 0.6)
     assert rig.targets_since(t)
