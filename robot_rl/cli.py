@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 import tyro
 
 from robot_rl.teleop.base import TeleopName
+from robot_rl.utils.shutdown import GracefulStop
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,12 @@ def _train(config) -> int:
 
     trainer = Trainer(config)
     print(f"run folder: {trainer.run_dir.path}")
-    result = trainer.run()
+    with GracefulStop() as stop:
+        result = trainer.run(should_stop=lambda: stop.requested)
+    if stop.requested:
+        print(f"robot-rl train: stopped ({stop.signal_name}) at {trainer.env_steps} env steps, checkpoint saved; "
+              f"continue with --resume {trainer.run_dir.path}")
+        return 0
     if result is not None:
         print(f"final eval: {result.summary()}")
     print(f"run folder: {trainer.run_dir.path}")
@@ -94,22 +100,21 @@ def _setup_logging() -> None:
 
 
 def _learner(config) -> int:
-    import signal
-
     _setup_logging()
     from robot_rl.distributed.learner import Learner
 
     learner = Learner(config)
-    signal.signal(signal.SIGTERM, lambda *_: learner.stop())
-    port = learner.start()
-    print(f"run folder: {learner.run_dir.path}\nlistening on {config.link.host}:{port}", flush=True)
-    try:
-        result = learner.run()
-    except KeyboardInterrupt:
-        result = None
-    finally:
-        learner.close()
-    if result is not None:
+    with GracefulStop(on_request=learner.stop) as stop:
+        port = learner.start()
+        print(f"run folder: {learner.run_dir.path}\nlistening on {config.link.host}:{port}", flush=True)
+        try:
+            result = learner.run()
+        finally:
+            learner.close()  # flushes the replay log and checkpoints
+    if stop.requested:
+        print(f"robot-rl learner: stopped ({stop.signal_name}) after {learner.env_steps} transitions, replay log "
+              f"and checkpoint saved in {learner.run_dir.path}")
+    elif result is not None:
         print(f"final eval: {result.summary()}")
     return 0
 
@@ -122,13 +127,18 @@ def _actor(config) -> int:
     from robot_rl.distributed.client import LinkRefused
 
     try:
-        summary = Actor(config).run()
+        with GracefulStop() as stop:
+            summary = Actor(config).run(should_stop=lambda: stop.requested)
     except LinkRefused as err:
         print(f"robot-rl actor: error: {err}", file=sys.stderr)
         return 3
     except TimeoutError as err:
         print(f"robot-rl actor: error: {err}", file=sys.stderr)
         return 4
+    if stop.requested:
+        print(f"robot-rl actor: stopped ({stop.signal_name}) after {summary['steps']} steps, "
+              f"{summary.get('pending', 0)} records unacknowledged", flush=True)
+        return 0
     print("actor summary: " + json.dumps(summary), flush=True)
     return 0
 
@@ -233,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileExistsError, FileNotFoundError, ImportError) as err:  # say what, no traceback
         print(f"robot-rl: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C where nothing is owed (evaluation, recording: episodes already on disk)
+        print(f"robot-rl {argv_command(sys.argv[1:] if argv is None else argv)}: stopped (SIGINT)", file=sys.stderr)
+        return 0
+
+
+def argv_command(argv: list[str]) -> str:
+    return next((a for a in argv if not a.startswith("-")), "train")
 
 
 if __name__ == "__main__":

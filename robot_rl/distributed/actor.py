@@ -130,18 +130,19 @@ class Actor:
             )
         self.policy.maybe_swap()
 
-    def run(self) -> dict[str, Any]:
-        """Connect, act until done, close the episode, wait for the acknowledgements; return a summary."""
+    def run(self, should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+        """Connect, act until done (or ``should_stop``: SIGINT/SIGTERM), close the episode, wait for the
+        acknowledgements (what the learner is owed is flushed on every way out); return a summary."""
         cfg = self.config
         if self.policy is None:
             self.connect()
         assert self.policy is not None
         env, client, policy = self.env, self.client, self.policy
-        obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
         period = 1.0 / cfg.control_hz if cfg.control_hz > 0 else 0.0
         next_tick, last_status = time.perf_counter(), 0.0
         try:
-            while not (cfg.max_steps and self.steps >= cfg.max_steps):
+            obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
+            while not (cfg.max_steps and self.steps >= cfg.max_steps) and not should_stop():
                 if client.error is not None:
                     raise client.error
                 if client.stop_requested:

@@ -20,6 +20,7 @@ from robot_rl.distributed.config import LearnerConfig, LinkConfig
 from robot_rl.distributed.learner import Learner
 from robot_rl.teleop.hil import check_rlif_has_device, few_critics_warning
 from robot_rl.training.config import TrainConfig
+from robot_rl.utils.shutdown import GracefulStop
 
 log = logging.getLogger("robot_rl.distributed")
 
@@ -71,6 +72,12 @@ def train_distributed(cfg: TrainConfig, learner_overrides: dict | None = None) -
     overrides = {"max_actor_lead": 10 * n, "weights_period_s": 0.25, **(learner_overrides or {})}
     config = LearnerConfig(train=cfg, link=LinkConfig(port=0), **overrides)
     learner = Learner(config, token=token)
+    with GracefulStop(on_request=learner.stop) as stop:  # Ctrl-C reaches the actors too (one process group)
+        return _run_with_actors(cfg, learner, token, stop)
+
+
+def _run_with_actors(cfg: TrainConfig, learner: Learner, token: str, stop: GracefulStop) -> int:
+    n = cfg.actors
     port = learner.start()
     print(f"run folder: {learner.run_dir.path}")
     env = {**os.environ, "ROBOT_RL_TOKEN": token}
@@ -103,7 +110,11 @@ def train_distributed(cfg: TrainConfig, learner_overrides: dict | None = None) -
     bad = [i for i, p in enumerate(procs) if p.returncode not in (0, None)]
     if bad:
         print(f"actor(s) {bad} exited with an error; see actor-<i>.log in the run folder", file=sys.stderr)
-    if result is not None:
+    if stop.requested:
+        print(f"robot-rl train: stopped ({stop.signal_name}) after {learner.env_steps} transitions, replay log and "
+              f"checkpoint saved; continue with --resume {learner.run_dir.path}")
+    elif result is not None:
         print(f"final eval: {result.summary()}")
-    print(f"run folder: {learner.run_dir.path}")
+    if not stop.requested:
+        print(f"run folder: {learner.run_dir.path}")
     return 1 if bad else 0

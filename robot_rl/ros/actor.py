@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ActorConfig:
-    policy: Literal["checkpoint", "network", "random", "zero"] = "checkpoint"
+    policy: Literal["checkpoint", "network", "random", "zero"] = "zero"
+    """zero (the default) holds the arm still: a dry run; checkpoint acts with a trained run; network: an
+    untrained SAC actor (benchmarks); random."""
     checkpoint: str = ""
     """Run folder or checkpoint file (policy=checkpoint)."""
     deterministic: bool = True
@@ -212,8 +214,9 @@ def link_config(cfg: ActorConfig, env_kwargs: dict[str, Any]) -> LinkActorConfig
         env_interventions=True)  # the bridge's mux flags them in every step's echo
 
 
-def run_remote(env: gym.Env, cfg: ActorConfig, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+def run_remote(env: gym.Env, cfg: ActorConfig, env_kwargs: dict[str, Any],
+               should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """The distributed actor loop over ``env`` (needs ``robot_rl[dist]``), configured by ``link_config``."""
     from robot_rl.distributed.actor import Actor
 
-    return Actor(link_config(cfg, env_kwargs), env=env).run()
+    return Actor(link_config(cfg, env_kwargs), env=env).run(should_stop)

@@ -321,6 +321,14 @@ class RobotBridge:
         msg.header.stamp = self.stamp()
         self.status_pub.publish(msg)
 
+    def stop(self) -> None:
+        """The last act before the node exits: disable the filter and send its safe command (velocity backends:
+        zeros; pose backends: nothing more, the controller holds the last target), then a final status."""
+        with self.lock:
+            self.filter.disable()
+            self._send(self.filter.tick(self.now_s()))
+        self._publish_status()
+
     # --- services ------------------------------------------------------------------------------------------
     def _srv_estop(self, _req: Trigger.Request, resp: Trigger.Response) -> Trigger.Response:
         with self.lock:

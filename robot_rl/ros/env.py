@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -29,10 +30,14 @@ from robot_rl.envs.contract import ACTION_DIM, check_action, image_key
 from robot_rl.ros import names
 from robot_rl.ros.hardware import load_arm_config, load_camera_config
 from robot_rl.ros.messages import from_stamp, image_from_msg, named_vector
+from robot_rl.ros.params import RosEnvConfig
 from robot_rl.ros.qos import CMD, EVENTS, SENSOR
 from robot_rl.ros.spec_env import contract_for
+from robot_rl.utils.shutdown import StopRequested
 
 STATS_WINDOW = 10_000
+STOP_POLL_S = 0.1
+"""Long waits check for a stop request this often (s)."""
 
 
 class RobotUnavailable(RuntimeError):
@@ -40,37 +45,6 @@ class RobotUnavailable(RuntimeError):
     message says which and what to do."""
 
 INCIDENTS_WINDOW = 100
-
-
-@dataclass(frozen=True)
-class RosEnvConfig:
-    hardware_config: str = "sim_panda"
-    """Arm config name or path (control_hz and the action scale come from it)."""
-    cameras: tuple[str, ...] = ()
-    """Camera config names or paths; each adds ``images/<name>`` at its output size."""
-    privileged_task: str = ""
-    """Sim only: the task whose privileged layout the sim robot publishes on ``rl/privileged``."""
-    bridge: str = "robot_bridge"
-    """Node name of the robot bridge (its ``~/reset`` service)."""
-    reward: bool = True
-    """Read reward and success from ``rl/reward`` (sim robot, reward node); False: reward 0, never success."""
-    max_episode_steps: int = 100
-    terminate_on_success: bool = True
-    step_timeout_s: float = 0.5
-    reset_timeout_s: float = 60.0
-    fresh_state_wait: float = 0.5
-    """Fraction of a control period that a step waits after its tick for a robot state newer than the tick.
-    Past it the step goes on with the latest state if that is newer than the previous observation's (a late
-    observation, counted), so a pause of the state stream costs freshness, not a command cycle; with nothing
-    newer it waits on for ``step_timeout_s`` (then stale)."""
-
-    def __post_init__(self) -> None:
-        if self.max_episode_steps < 1:
-            raise ValueError(f"RosEnvConfig.max_episode_steps must be >= 1, got {self.max_episode_steps}")
-        if not 0 < self.fresh_state_wait <= 1:
-            raise ValueError(f"RosEnvConfig.fresh_state_wait must be in (0, 1], got {self.fresh_state_wait}")
-        if self.step_timeout_s <= 0 or self.reset_timeout_s <= 0:
-            raise ValueError("RosEnvConfig.step_timeout_s and reset_timeout_s must be > 0")
 
 
 @dataclass
@@ -118,8 +92,10 @@ class _Latest:
 class RosArmEnv(gym.Env):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
 
-    def __init__(self, config: RosEnvConfig, node: Node) -> None:
-        self.config, self.node = config, node
+    def __init__(self, config: RosEnvConfig, node: Node, should_stop: Callable[[], bool] = lambda: False) -> None:
+        """``should_stop``: polled while a wait lasts (reset, a stalled state stream); when it turns true the
+        wait raises ``StopRequested`` (the node is shutting down: the step or reset is abandoned)."""
+        self.config, self.node, self.should_stop = config, node, should_stop
         self.arm = arm = load_arm_config(config.hardware_config)
         cams = [load_camera_config(c) for c in config.cameras]
         self.contract = contract_for(config.hardware_config, config.cameras, config.privileged_task)
@@ -157,9 +133,12 @@ class RosArmEnv(gym.Env):
         if self._state.msg is None:  # first reset: the bridge must be hearing from the driver
             self._wait_fresh(-np.inf, self.config.reset_timeout_s)
         srv, timeout = self.reset_client.srv_name, self.config.reset_timeout_s
-        if not self.reset_client.wait_for_service(timeout_sec=timeout):
+        if not self._poll(lambda t: self.reset_client.wait_for_service(timeout_sec=t), timeout):
             raise RobotUnavailable(f"{srv} is not available after {timeout:.0f} s (is the robot bridge running?)")
-        result = self.reset_client.call(Trigger.Request(), timeout_sec=timeout)
+        replied = threading.Event()
+        future = self.reset_client.call_async(Trigger.Request())
+        future.add_done_callback(lambda _: replied.set())
+        result = future.result() if self._poll(replied.wait, timeout) else None
         if result is None:
             raise RobotUnavailable(f"no reply from {srv} within {timeout:.0f} s (is the robot bridge alive? "
                                    "see its log and rl/status)")
@@ -224,10 +203,26 @@ class RosArmEnv(gym.Env):
                 self._echoes.pop(next(iter(self._echoes)))
             self._cond.notify_all()
 
+    def _poll(self, wait: Callable[[float], bool], timeout_s: float) -> bool:
+        """``wait(t)`` in slices of ``STOP_POLL_S`` up to ``timeout_s``, checking ``should_stop`` in between."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if wait(max(0.0, min(left, STOP_POLL_S))):
+                return True
+            if left <= STOP_POLL_S:
+                return False
+            if self.should_stop():
+                raise StopRequested("RosArmEnv: stop requested while waiting")
+
+    def _cond_wait(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        with self._cond:
+            return self._poll(lambda t: self._cond.wait_for(predicate, timeout=t), timeout_s)
+
     def _take_echo(self, stamp) -> np.ndarray | None:
         key = (stamp.sec, stamp.nanosec)
-        with self._cond:
-            if self._cond.wait_for(lambda: key in self._echoes, timeout=self.config.step_timeout_s):
+        if self._cond_wait(lambda: key in self._echoes, self.config.step_timeout_s):
+            with self._cond:
                 return self._echoes.pop(key)
         self.stats.missing_echoes += 1
         return None
@@ -260,8 +255,7 @@ class RosArmEnv(gym.Env):
             wanted += list(self._images.values())
             wanted += [self._reward] if self.config.reward else []
             wanted += [self._priv] if self.config.privileged_task else []
-        with self._cond:
-            ok = self._cond.wait_for(lambda: all(x.time_s > since for x in wanted), timeout=timeout_s)
+        ok = self._cond_wait(lambda: all(x.time_s > since for x in wanted), timeout_s)
         if not ok and raise_:
             missing = [k for k, x in self._topics().items() if x in wanted and x.time_s <= since]
             raise RobotUnavailable(f"RosArmEnv: no fresh {missing} within {timeout_s:.2f} s (the robot bridge "

@@ -92,20 +92,20 @@ class InputMonitor:
     def problem_of(self, track: _Track, now_s: float) -> str | None:
         spec = track.spec
         if track.bad_frame is not None:
-            return f"{spec.name} ({spec.topic}) is in frame {track.bad_frame!r}, expected {spec.frame_id!r}"
+            return f"{spec.topic} is in frame {track.bad_frame!r}, expected {spec.frame_id!r}"
         if track.count == 0:
-            return f"{spec.name}: nothing received on {spec.topic} ({spec.msg_type})"
+            return f"nothing received on {spec.topic} ({spec.msg_type})"
         if spec.max_silence_s is not None and now_s - track.last_s > spec.max_silence_s:
-            return f"{spec.name}: {spec.topic} silent for more than {spec.max_silence_s} s"
+            return f"{spec.topic} silent for more than {spec.max_silence_s} s"
         return None
 
     def problem(self, now_s: float) -> str | None:
         """The first required input that is not healthy, as one sentence that stays the same while the problem
         does (the bridge logs it when it changes); None when all are."""
-        for track in self.tracks.values():
+        for name, track in self.tracks.items():
             why = self.problem_of(track, now_s)
             if why is not None:
-                return why
+                return f"{name}: {why}"
         return None
 
     def rate_hz(self, name: str, now_s: float) -> float:

@@ -10,7 +10,12 @@ fell from 7.2-9.2 ms to 4.6-5.9 ms (docs/benchmarks.md). Both are driven by a ``
 ``EventsExecutor.spin()`` does not return on shutdown (it had to be SIGKILLed). The MultiThreadedExecutor is
 avoided: on the 2-core CI machine it cost 71% of a core and delivered 57% of the bridge's states (p99 53 ms).
 Callback groups stay explicit so a node can move to a multi-threaded executor if it ever needs a blocking
-callback. SIGINT/SIGTERM shut the context down (rclpy's signal handlers), which ends the loop.
+callback.
+
+SIGINT (Ctrl-C, and what ``ros2 launch`` sends first) and SIGTERM are a clean stop (``STOP``, not rclpy's
+handlers, which shut the context down under running callbacks and re-raise ``KeyboardInterrupt``): the spin
+loop ends, the node does its last safe act (the bridge holds or zeroes the arm, the actor abandons its step and
+flushes the learner link), logs one line and exits 0.
 
 Before a node starts spinning, ``settle_heap`` freezes what start-up allocated, so that Python's garbage
 collector never again walks it in the middle of a control period.
@@ -24,13 +29,16 @@ import gc
 import os
 import threading
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import rclpy
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from robot_rl.utils.shutdown import GracefulStop
 
 T = TypeVar("T")
 EXECUTOR_ENV = "ROBOT_RL_EXECUTOR"
@@ -105,8 +113,8 @@ def make_executor(node: Node) -> Executor:
 
 
 def spin_until_shutdown(executor: Executor, node: Node, stop: threading.Event | None = None) -> None:
-    """Run callbacks until ``node``'s context shuts down (SIGINT/SIGTERM or ``rclpy.shutdown``) or ``stop``
-    is set (checked every 0.1 s)."""
+    """Run callbacks until ``node``'s context shuts down (``rclpy.shutdown``) or ``stop`` is set (checked every
+    0.1 s)."""
     with contextlib.suppress(ExternalShutdownException):  # raised by a wait that the shutdown ended
         while node.context.ok() and not (stop is not None and stop.is_set()):
             executor.spin_once(timeout_sec=0.1)
@@ -123,18 +131,32 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-def spin(node: Node) -> None:
-    """Spin ``node`` until shutdown (SIGINT/SIGTERM), then tear down cleanly."""
+def spin(node: Node, on_stop: Callable[[], None] | None = None) -> None:
+    """Spin ``node`` until SIGINT/SIGTERM (``STOP``) or shutdown; then ``on_stop`` (the node's last safe act,
+    while it can still publish), one log line, and a clean teardown."""
     settle_heap()
     executor = make_executor(node)
     try:
-        spin_until_shutdown(executor, node)
-    except KeyboardInterrupt:
+        spin_until_shutdown(executor, node, STOP.event)
+    except KeyboardInterrupt:  # a second signal while spinning: stop now
         pass
     finally:
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.try_shutdown(context=node.context)
+        try:
+            if on_stop is not None:
+                on_stop()
+        except Exception as err:  # the context may be gone already (an external shutdown)
+            if node.context.ok():
+                node.get_logger().warning(f"while stopping: {type(err).__name__}: {err}")
+        finally:
+            log_stopped(node)
+            executor.shutdown(timeout_sec=1.0)
+            node.destroy_node()
+            rclpy.try_shutdown(context=node.context)
+
+
+def log_stopped(node: Node) -> None:
+    if node.context.ok():
+        node.get_logger().info(f"stopped ({STOP.signal_name or 'shutdown'})")
 
 
 class BackgroundSpinner:
@@ -160,5 +182,10 @@ class BackgroundSpinner:
         self.executor.shutdown(timeout_sec=1.0)
 
 
+STOP = GracefulStop()
+"""This process's stop request (SIGINT/SIGTERM), installed by ``init``."""
+
+
 def init(argv: Sequence[str] | None) -> None:
-    rclpy.init(args=list(argv) if argv is not None else None)
+    rclpy.init(args=list(argv) if argv is not None else None, signal_handler_options=SignalHandlerOptions.NO)
+    STOP.install()

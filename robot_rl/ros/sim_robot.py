@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
@@ -28,28 +27,11 @@ from std_srvs.srv import Trigger
 from robot_rl.ros import names
 from robot_rl.ros.hardware import ArmConfig
 from robot_rl.ros.messages import image_msg, named_vector, pose_from_msg, pose_msg
+from robot_rl.ros.params import SimRobotConfig
 from robot_rl.ros.qos import CMD, SENSOR
 from robot_rl.ros.sim_core import FINGER_NAMES, JOINT_NAMES, SimArm
 
 RELIABLE10 = QoSProfile(depth=10)  # SystemDefaults-like: what joint_state_broadcaster and realsense use
-
-
-@dataclass(frozen=True)
-class SimRobotConfig:
-    task: str = "reach"
-    seed: int = 0
-    state_hz: float = 250.0
-    """Rate of joint_states / current_pose / wrench (Hz); physics catches up with wall time at each tick."""
-    cameras: tuple[str, ...] = ()
-    """Sim cameras to render and publish (front, wrist); empty for state-only tasks."""
-    camera_hz: float = 15.0
-    camera_hw_px: tuple[int, int] = (128, 128)
-
-    def __post_init__(self) -> None:
-        if not 10 <= self.state_hz <= 1000:
-            raise ValueError(f"SimRobotConfig.state_hz must be in [10, 1000] Hz, got {self.state_hz}")
-        if not 1 <= self.camera_hz <= 60:
-            raise ValueError(f"SimRobotConfig.camera_hz must be in [1, 60] Hz, got {self.camera_hz}")
 
 
 class SimRobotNode:

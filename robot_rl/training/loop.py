@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,9 @@ class Trainer:
         self._log_line(f"demos: {source}; {len(self.demo_replay)} demo transitions")
 
     # --- main loop -------------------------------------------------------------------------------------
-    def run(self) -> EvalResult | None:
+    def run(self, should_stop: Callable[[], bool] = lambda: False) -> EvalResult | None:
+        """Train to ``total_env_steps``, or until ``should_stop()`` (Ctrl-C): either way the steps so far are kept
+        (an open episode bootstrapped, as at the budget) and checkpointed, so ``--resume`` loses nothing."""
         cfg = self.config
         env = self.env
         obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
@@ -127,7 +130,7 @@ class Trainer:
         )
         update_time, updates_at_start = 0.0, self.updates
         checkpoint_due = False
-        while self.env_steps < cfg.total_env_steps:
+        while self.env_steps < cfg.total_env_steps and not should_stop():
             if self.env_steps < cfg.random_steps:
                 action = env.action_space.sample()
             else:

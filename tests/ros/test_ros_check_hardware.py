@@ -21,7 +21,7 @@ NS = "/hw"
 
 def check(domain: int) -> tuple[int, str]:
     out = subprocess.run([sys.executable, "-m", "robot_rl.cli", "check-hardware", "sim_panda", "--namespace", NS,
-                          "--seconds", "2"], env=process_env(domain), capture_output=True, text=True, timeout=120)
+                          "--seconds", "5"], env=process_env(domain), capture_output=True, text=True, timeout=120)
     return out.returncode, out.stdout + out.stderr
 
 

@@ -60,7 +60,7 @@ def test_reach_is_learned_over_ros2_with_a_remote_learner(tmp_path: Path, monkey
     run = tmp_path / "run"
     learner = start_learner(run, demos)
     monkeypatch.setenv("ROBOT_RL_TOKEN", TOKEN)  # the actor node reads it from its environment
-    env_params = {"env.privileged_task": "reach", "env.max_episode_steps": EPISODE_STEPS}
+    env_params = {"env.privileged_task": "reach", "env.max_episode_steps": EPISODE_STEPS, "env.reward": True}
     try:
         address = run / "learner_address.json"
         wait_for(lambda: address.exists() or learner.poll() is not None, 60.0, "the learner to listen")

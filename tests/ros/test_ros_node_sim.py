@@ -25,7 +25,7 @@ def test_ros_env_conforms_against_the_sim_robot_state(tmp_path) -> None:
     with ros_session("sim_state", tmp_path, namespace=NS) as (procs, probe):
         procs.start("sim_robot", namespace=NS)
         procs.start("robot_bridge", namespace=NS)
-        env = RosArmEnv(RosEnvConfig(privileged_task="reach", max_episode_steps=15), probe.node)
+        env = RosArmEnv(RosEnvConfig(privileged_task="reach", max_episode_steps=15, reward=True), probe.node)
         wait_for(lambda: env.reset_client.service_is_ready(), 30.0, "the bridge's reset service", procs)
         check_conformance(env, steps=20)
         assert env.stats.missing_echoes == 0
@@ -67,7 +67,7 @@ def test_ros_env_conforms_with_sim_camera_images(tmp_path) -> None:
         procs.start("sim_robot", namespace=NS, **{"sim.cameras": ["front"], "sim.camera_hz": 15.0})
         procs.start("robot_bridge", namespace=NS)
         procs.start("camera_bridge", name="camera_bridge_front", namespace=NS, camera_config="sim_front")
-        env = RosArmEnv(RosEnvConfig(cameras=("sim_front",), max_episode_steps=10), probe.node)
+        env = RosArmEnv(RosEnvConfig(cameras=("sim_front",), max_episode_steps=10, reward=True), probe.node)
         wait_for(lambda: env.reset_client.service_is_ready(), 30.0, "the bridge's reset service", procs)
         check_conformance(env, steps=10)
         obs, _ = env.reset()

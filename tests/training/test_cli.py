@@ -118,6 +118,31 @@ def test_eval_of_a_truncated_or_empty_checkpoint_names_the_file(tmp_path: Path, 
     assert "no such run folder or checkpoint file" in capsys.readouterr().err
 
 
+def test_ctrl_c_stops_training_with_a_checkpoint_and_resume_continues(tmp_path: Path) -> None:
+    """SIGINT (Ctrl-C) mid-run: exit 0, one line, no traceback, a checkpoint of every step taken."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "robot_rl.cli", "train", "--task", "reach", "--total-env-steps", "100000",
+           "--scripted-demos", "0", "--run-dir", str(run), *TINY]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not (run / "metrics.csv").exists() or "train" not in (run / "metrics.csv").read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in out, out
+    lines = [line for line in out.splitlines() if line.startswith("robot-rl train: stopped (SIGINT)")]
+    assert len(lines) == 1, out
+    steps = int(lines[0].split(" at ")[1].split(" env steps")[0])
+    assert Trainer(load_run_config(run).__class__(resume=run, total_env_steps=steps + 60,
+                                                 progress=False)).env_steps == steps
+
+
 def test_train_pixels_writes_video(tmp_path: Path) -> None:
     run = tmp_path / "run"
     main(

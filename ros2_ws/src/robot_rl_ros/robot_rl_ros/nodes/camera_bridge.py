@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rclpy.node import Node
 
 from robot_rl.ros.camera import CameraBridge
 from robot_rl.ros.hardware import load_camera_config
+from robot_rl.ros.params import CameraParams
 from robot_rl.ros.runtime import declare_dataclass, init, spin, startup_errors
-
-
-@dataclass(frozen=True)
-class Params:
-    camera_config: str = "sim_front"
-    """Camera config name (hardware_configs/cameras/<name>.yaml) or path."""
 
 
 def main(argv: list[str] | None = None) -> None:
     init(argv)
     node = Node("camera_bridge")
-    params = declare_dataclass(node, Params)
+    params = declare_dataclass(node, CameraParams)
     with startup_errors(node):
         cfg = load_camera_config(params.camera_config)
         CameraBridge(node, cfg)

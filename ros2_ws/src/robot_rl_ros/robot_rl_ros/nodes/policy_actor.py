@@ -15,8 +15,10 @@ from robot_rl.ros.actor import (
     run_remote,
     write_stats,
 )
-from robot_rl.ros.env import RobotUnavailable, RosArmEnv, RosEnvConfig
-from robot_rl.ros.runtime import BackgroundSpinner, declare_dataclass, init, startup_errors
+from robot_rl.ros.env import RobotUnavailable, RosArmEnv
+from robot_rl.ros.params import RosEnvConfig
+from robot_rl.ros.runtime import STOP, BackgroundSpinner, declare_dataclass, init, startup_errors
+from robot_rl.utils.shutdown import StopRequested
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,8 +31,9 @@ def main(argv: list[str] | None = None) -> None:
 
         torch.set_num_threads(max(1, cfg.torch_threads))
     remote = cfg.learner == "remote"
+    stop = lambda: STOP.requested  # noqa: E731 - SIGINT/SIGTERM: finish or abandon the step, then stop
     with startup_errors(node):
-        env = RosArmEnv(env_cfg, node)
+        env = RosArmEnv(env_cfg, node, should_stop=stop)
         policy = None if remote else POLICIES[cfg.policy](cfg, env)
         learner = NoLearner() if remote else LEARNERS[cfg.learner](cfg, env)
     spinner = BackgroundSpinner(node)
@@ -43,21 +46,23 @@ def main(argv: list[str] | None = None) -> None:
         if remote:
             kwargs = {"hardware_config": env_cfg.hardware_config, "cameras": list(env_cfg.cameras),
                       "privileged_task": env_cfg.privileged_task}
-            log.info(f"done: {run_remote(env, cfg, kwargs)}")
+            summary = run_remote(env, cfg, kwargs, should_stop=stop)
+            if not STOP.requested:
+                log.info(f"done: {summary}")
         else:
-            run_actor(env, policy, learner, cfg.episodes, should_stop=lambda: not rclpy.ok(), stats=stats)
-            log.info(f"done: {stats.episodes} episodes, {stats.successes} successes")
+            run_actor(env, policy, learner, cfg.episodes, should_stop=stop, stats=stats)
+            if not STOP.requested:
+                log.info(f"done: {stats.episodes} episodes, {stats.successes} successes")
+    except (StopRequested, KeyboardInterrupt):  # a wait abandoned for the stop, or a second signal
+        pass
     except RobotUnavailable as err:
-        if rclpy.ok():
-            log.error(str(err))
-            exit_code = 1
-    except Exception as err:  # a SIGTERM shuts the context down under a waiting step: stop quietly
-        if rclpy.ok():
-            raise
-        log.info(f"stopping ({err})")
+        log.error(str(err))
+        exit_code = 1
     finally:
         write_stats(cfg.stats_path, stats, env)
         learner.close()
+        if STOP.requested:
+            log.info(f"stopped ({STOP.signal_name}) after {stats.steps} steps, {stats.episodes} episodes")
         spinner.stop()
         node.destroy_node()
         rclpy.try_shutdown()

@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rclpy.node import Node
 
 from robot_rl.ros.hardware import load_arm_config
+from robot_rl.ros.params import SimRobotConfig, SimRobotParams
 from robot_rl.ros.runtime import declare_dataclass, init, spin, startup_errors
-from robot_rl.ros.sim_robot import SimRobotConfig, SimRobotNode
-
-
-@dataclass(frozen=True)
-class Params:
-    hardware_config: str = "sim_panda"
+from robot_rl.ros.sim_robot import SimRobotNode
 
 
 def main(argv: list[str] | None = None) -> None:
     init(argv)
     node = Node("sim_robot")
-    params = declare_dataclass(node, Params)
+    params = declare_dataclass(node, SimRobotParams)
     sim_cfg = declare_dataclass(node, SimRobotConfig, prefix="sim.")
     with startup_errors(node):
         sim = SimRobotNode(node, load_arm_config(params.hardware_config), sim_cfg)
     c = sim.cfg
     node.get_logger().info(f"sim robot: task {c.task}, state {c.state_hz} Hz, cameras {c.cameras}")
-    try:
-        spin(node)
-    finally:
-        sim.close()
+    spin(node, on_stop=sim.close)  # the camera thread ends before the node goes
 
 
 if __name__ == "__main__":

@@ -30,7 +30,11 @@ def main(argv: list[str] | None = None) -> None:
         pub.publish(named_vector(names.INTERVENTION_NAMES, mapper.vector(time.monotonic()), stamp))
 
     node.create_timer(1.0 / cfg.rate_hz, publish, callback_group=group)
-    spin(node)
+
+    def release() -> None:  # on SIGINT/SIGTERM: end any intervention at once instead of by timeout
+        pub.publish(named_vector(names.INTERVENTION_NAMES, [0.0] * 8, node.get_clock().now().to_msg()))
+
+    spin(node, on_stop=release)
 
 
 if __name__ == "__main__":
