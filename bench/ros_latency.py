@@ -1,5 +1,6 @@
 """ROS 2 figures over real DDS (loopback, Fast DDS from the Kilted wheels): control-loop latency, a soak,
-camera throughput. Needs rclpy and the installed package (``pip install ./ros2_ws/src/robot_rl_ros``).
+camera throughput. Needs rclpy and the built package (``bash scripts/build_ros.sh`` and
+``source ros2_ws/install/setup.bash``, or ``pip install ./ros2_ws/src/robot_rl_ros``).
 
     python bench/ros_latency.py latency [--hz 10] [--seconds 30] [--driver-hz 250] [--rt-priority 50]
     python bench/ros_latency.py soak [--minutes 10] [--hz 100] [--rt-priority 50]

@@ -1,15 +1,16 @@
-"""Launch files without launch/launch_ros (no wheels exist): a static (ast) check that every Node names a
-console script of its package and that every parameter file is installed via data_files; then each launch
-file runs against stand-in launch modules to check the nodes, parameters and arguments it produces."""
+"""The ROS 2 package without launching: its layout (console scripts, data_files), the node parameter files
+against the nodes' dataclasses (one place per default), and each launch file's plan (``robot_rl_ros.plans``:
+the nodes, parameters and processes it starts for given arguments). tests/ros/test_ros_launch.py launches
+them for real."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import fnmatch
-import importlib.util
 import sys
-import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ PKG = REPO / "ros2_ws" / "src" / "robot_rl_ros"
 if str(PKG) not in sys.path:
     sys.path.append(str(PKG))
 
+from robot_rl_ros.plans import LAUNCH_FILES, NodePlan, ProcessPlan, plan  # noqa: E402
 from robot_rl_ros.specs import LEARNER_COMMAND, SPECS, NodeSpec, learner_argv  # noqa: E402
 
 from robot_rl.cli import parse  # noqa: E402
@@ -63,25 +65,25 @@ def test_package_layout() -> None:
 
 
 @pytest.mark.parametrize("path", PACKAGE_LAUNCH, ids=lambda p: p.name)
-def test_launch_nodes_name_console_scripts_and_installed_params(path: Path) -> None:
-    tree = ast.parse(path.read_text())
-    assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
+def test_launch_files_describe_their_plan_with_installed_nodes_and_params(path: Path) -> None:
+    stem = path.name.removesuffix(".launch.py")
+    assert stem in LAUNCH_FILES and f'describe("{stem}")' in path.read_text()
     scripts, globs = _setup()
-    nodes = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Node"]
-    for call in nodes:
-        literal = {k.arg: ast.literal_eval(k.value) for k in call.keywords
-                   if k.arg in ("package", "executable")}
-        if literal:
-            assert literal["package"] == "robot_rl_ros" and literal["executable"] in scripts
-        else:
-            assert any(k.arg is None for k in call.keywords), f"{path.name}: Node without package/executable"
-    for key in _spec_keys(tree):
-        spec: NodeSpec = SPECS[key]
-        assert spec.executable in scripts, f"{path.name}: {key} -> {spec.executable} is not a console script"
-        for param_file in spec.params:
-            assert (PKG / param_file).exists(), param_file
-            assert any(fnmatch.fnmatch(param_file, g) for g in globs), f"{param_file} is not in data_files"
-    assert nodes or "ExecuteProcess" in path.read_text()
+    for plan_ in _all_plans(stem):
+        if isinstance(plan_, NodePlan):
+            spec: NodeSpec = SPECS[plan_.spec]
+            assert spec.executable in scripts, f"{stem}: {plan_.spec} -> {spec.executable} is not a console script"
+            for param_file in spec.params:
+                assert (PKG / param_file).exists(), param_file
+                assert any(fnmatch.fnmatch(param_file, g) for g in globs), f"{param_file} is not in data_files"
+
+
+def _all_plans(stem: str) -> list:
+    """The plans of a launch file with every optional part switched on."""
+    required = {a.name: "sim_panda" for a in LAUNCH_FILES[stem][0]() if a.default is None}
+    extras = {"real_arm": {"learner": "true", "reward_classifier": "/x.pt", "cameras": "sim_front"},
+              "sim_robot": {"cameras": "front"}}.get(stem, {})
+    return plan(stem, **required, **extras)
 
 
 @pytest.mark.parametrize("path", USER_LAUNCH, ids=lambda p: p.name)
@@ -92,31 +94,26 @@ def test_user_launch_files_include_installed_package_launch_files(path: Path) ->
     assert path.name in included and f"/launch/{path.name}" in text
 
 
-def test_config_files_only_set_declared_parameters() -> None:
-    """Every key in config/*.yaml is a field of the dataclass the node declares its parameters from."""
-    sources = {
-        "robot_bridge": [("", PKG / "robot_rl_ros/nodes/robot_bridge.py", "Params")],
-        "camera_bridge": [("", PKG / "robot_rl_ros/nodes/camera_bridge.py", "Params")],
-        "sim_robot": [("", PKG / "robot_rl_ros/nodes/sim_robot.py", "Params"),
-                      ("sim.", REPO / "robot_rl/ros/sim_robot.py", "SimRobotConfig")],
-        "policy_actor": [("env.", REPO / "robot_rl/ros/env.py", "RosEnvConfig"),
-                         ("actor.", REPO / "robot_rl/ros/actor.py", "ActorConfig")],
-        "teleop": [("", REPO / "robot_rl/ros/teleop.py", "TeleopConfig")],
-        "reward_classifier": [("", REPO / "robot_rl/ros/reward.py", "RewardNodeConfig")],
-    }
-    for name, spec in SPECS.items():
-        declared = {prefix + f for prefix, src, cls in sources[name] for f in _fields(src, cls)}
-        for param_file in spec.params:
-            data = yaml.safe_load((PKG / param_file).read_text())
-            params = _flatten(data["/**"]["ros__parameters"])
-            unknown = set(params) - declared
-            assert not unknown, f"{param_file}: parameters {sorted(unknown)} are not declared by {name}"
+def _node_defaults() -> dict[str, dict[str, Any]]:
+    """Each node's parameters and their defaults, from the dataclasses it declares them from."""
+    from robot_rl.ros.actor import ActorConfig
+    from robot_rl.ros.params import BridgeParams, CameraParams, RosEnvConfig, SimRobotConfig, SimRobotParams
+    from robot_rl.ros.reward import RewardNodeConfig
+    from robot_rl.ros.teleop import TeleopConfig
 
-
-def _fields(path: Path, cls: str) -> list[str]:
-    tree = ast.parse(path.read_text())
-    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
-    return [s.target.id for s in node.body if isinstance(s, ast.AnnAssign)]
+    sources = {"robot_bridge": [("", BridgeParams)], "camera_bridge": [("", CameraParams)],
+               "sim_robot": [("", SimRobotParams), ("sim.", SimRobotConfig)],
+               "policy_actor": [("env.", RosEnvConfig), ("actor.", ActorConfig)],
+               "teleop": [("", TeleopConfig)], "reward_classifier": [("", RewardNodeConfig)]}
+    assert set(sources) == set(SPECS)
+    out = {}
+    for node, parts in sources.items():
+        out[node] = {}
+        for prefix, cls in parts:
+            for f in dataclasses.fields(cls):
+                value = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                out[node][prefix + f.name] = value
+    return out
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -124,6 +121,52 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     for k, v in d.items():
         out.update(_flatten(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
     return out
+
+
+def _as_param(value: Any) -> Any:
+    """A dataclass default as the parameter file writes it (tuples as lists; an empty one as [""])."""
+    if isinstance(value, tuple):
+        return list(value) if value else [""]
+    return "" if value is None else value
+
+
+def test_parameter_files_equal_the_node_defaults() -> None:
+    """config/*.yaml lists each node's parameters with the dataclass defaults: one place per default, the file
+    is the documented copy (a drift fails here)."""
+    defaults = _node_defaults()
+    for name, spec in SPECS.items():
+        for param_file in spec.params:
+            data = yaml.safe_load((PKG / param_file).read_text())
+            params = _flatten(data["/**"]["ros__parameters"])
+            unknown = set(params) - set(defaults[name])
+            assert not unknown, f"{param_file}: parameters {sorted(unknown)} are not declared by {name}"
+            for key, value in params.items():
+                assert value == _as_param(defaults[name][key]), f"{param_file}: {key} = {value!r}, the node's " \
+                    f"default is {defaults[name][key]!r}"
+
+
+STACK_FACTS = {
+    ("sim_robot", "policy_actor", "env.reward"): "the sim robot publishes rl/reward",
+    ("sim_robot", "policy_actor", "env.privileged_task"): "a state policy trained in sim reads the task's goal",
+}
+"""Parameters a launch file sets to something else than the node's default, each for a reason."""
+
+
+@pytest.mark.parametrize("stem", sorted(LAUNCH_FILES))
+def test_launch_defaults_are_the_node_defaults(stem: str) -> None:
+    """With only its required arguments, a launch file gives each node its own defaults."""
+    arguments = LAUNCH_FILES[stem][0]()
+    required = {a.name: "franka_fr3" for a in arguments if a.default is None}
+    defaults = _node_defaults()
+    for p in plan(stem, **required):
+        if not isinstance(p, NodePlan):
+            continue
+        for key, value in p.overrides.items():
+            if (stem, p.spec, key) in STACK_FACTS or (key.endswith("hardware_config") and "hardware" in required):
+                continue
+            expected = _as_param(defaults[p.spec][key])
+            assert _as_param(value) == expected or value in ([], expected), \
+                f"{stem}.launch.py sets {p.spec} {key} = {value!r} by default; the node's default is {expected!r}"
 
 
 def test_spec_argv_is_the_documented_command_line(tmp_path: Path) -> None:
@@ -143,119 +186,75 @@ def test_spec_argv_is_the_documented_command_line(tmp_path: Path) -> None:
     assert SPECS["robot_bridge"].launch_kwargs(PKG, rt_priority=50)["prefix"] == "chrt -f 50"
 
 
-# --- run the launch files against stand-in launch modules -------------------------------------------------
-class _Action:
-    def __init__(self, *args, **kwargs) -> None:
-        self.args, self.kwargs = args, kwargs
+# --- what each launch file starts ---------------------------------------------------------------------------
+def _nodes(plans: list) -> dict[str, NodePlan]:
+    return {p.name or SPECS[p.spec].name: p for p in plans if isinstance(p, NodePlan)}
 
 
-class _LaunchConfiguration:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def perform(self, context: dict) -> str:
-        return context[self.name]
-
-
-@pytest.fixture
-def fake_launch(monkeypatch):
-    mods = {name: types.ModuleType(name) for name in
-            ("launch", "launch.actions", "launch.substitutions", "launch.launch_description_sources",
-             "launch_ros", "launch_ros.actions")}
-    mods["launch"].LaunchDescription = lambda actions: list(actions)
-    for cls in ("DeclareLaunchArgument", "OpaqueFunction", "SetEnvironmentVariable", "ExecuteProcess",
-                "IncludeLaunchDescription"):
-        setattr(mods["launch.actions"], cls, type(cls, (_Action,), {}))
-    mods["launch.substitutions"].LaunchConfiguration = _LaunchConfiguration
-    mods["launch.launch_description_sources"].PythonLaunchDescriptionSource = type("Src", (_Action,), {})
-    mods["launch_ros.actions"].Node = type("Node", (_Action,), {})
-    for name, mod in mods.items():
-        monkeypatch.setitem(sys.modules, name, mod)
-    monkeypatch.delitem(sys.modules, "robot_rl_ros.launch_support", raising=False)
-    return mods
-
-
-def _run(path: Path, **args: str) -> tuple[list, dict]:
-    spec = importlib.util.spec_from_file_location(path.stem.replace(".", "_"), path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    actions = module.generate_launch_description()
-    kinds = [(type(a).__name__, a) for a in actions]
-    declared = {a.args[0]: a.kwargs["default_value"] for k, a in kinds if k == "DeclareLaunchArgument"}
-    for k, a in kinds:
-        if k == "DeclareLaunchArgument":
-            assert a.kwargs.get("description"), f"{path.name}: argument {a.args[0]} has no description"
-    context = {**declared, **args}
-    produced = [x for k, a in kinds if k == "OpaqueFunction" for x in a.kwargs["function"](context)]
-    env = {a.args[0]: a.args[1] for a in actions if type(a).__name__ == "SetEnvironmentVariable"}
-    return produced, env
-
-
-def test_sim_launch_starts_sim_bridge_cameras_and_actor(fake_launch) -> None:
-    produced, env = _run(PKG / "launch/sim_robot.launch.py", cameras="front,wrist", policy="random")
-    nodes = {n.kwargs["name"]: n.kwargs for n in produced}
+def test_sim_launch_starts_sim_bridge_cameras_and_actor() -> None:
+    nodes = _nodes(plan("sim_robot", cameras="front,wrist", policy="random"))
     assert set(nodes) == {"sim_robot", "robot_bridge", "camera_bridge_front", "camera_bridge_wrist",
                           "policy_actor"}
-    assert env == {"FASTDDS_BUILTIN_TRANSPORTS": "LARGE_DATA"}
-    assert all(n["namespace"] == "sim" for n in nodes.values())
-    actor = nodes["policy_actor"]["parameters"][-1]
+    assert all(n.namespace == "sim" for n in nodes.values())
+    actor = nodes["policy_actor"].overrides
     assert actor["actor.policy"] == "random" and actor["env.cameras"] == ["sim_front", "sim_wrist"]
-    assert nodes["sim_robot"]["parameters"][-1]["sim.cameras"] == ["front", "wrist"]
-    assert all(Path(p).exists() for n in nodes.values() for p in n["parameters"] if isinstance(p, str))
+    assert nodes["sim_robot"].overrides["sim.cameras"] == ["front", "wrist"]
 
 
-def test_real_arm_launch_with_learner(fake_launch) -> None:
-    produced, _ = _run(PKG / "launch/real_arm.launch.py", hardware="ur5e", learner="true",
-                       learner_address="gpu-box:50051", cameras="realsense_d435_front,realsense_d405_wrist")
-    names = [p.kwargs.get("name") for p in produced if type(p).__name__ == "Node"]
-    assert names == ["robot_bridge", "camera_bridge_front", "camera_bridge_wrist", "teleop", "policy_actor"]
-    learner = [p for p in produced if type(p).__name__ == "ExecuteProcess"]
-    cmd = learner[0].kwargs["cmd"]
-    assert cmd[:2] == list(LEARNER_COMMAND)
-    config = parse(cmd[1:])  # the command robot-rl really accepts, building the actor's spaces
+def test_real_arm_launch_with_learner() -> None:
+    plans = plan("real_arm", hardware="ur5e", learner="true", learner_address="gpu-box:50051",
+                 cameras="realsense_d435_front,realsense_d405_wrist")
+    assert list(_nodes(plans)) == ["robot_bridge", "camera_bridge_front", "camera_bridge_wrist", "teleop",
+                                   "policy_actor"]
+    cmd = next(p for p in plans if isinstance(p, ProcessPlan)).cmd
+    assert cmd[:2] == LEARNER_COMMAND
+    config = parse(list(cmd[1:]))  # the command robot-rl really accepts, building the actor's spaces
     assert isinstance(config, LearnerConfig) and (config.link.host, config.link.port) == ("gpu-box", 50051)
     assert not config.evaluate
     env = make_env(config.train.task, "state", 64, (), config.env_factory, config.env_kwargs)
     actor_env = make_contract_env("ur5e", ["realsense_d435_front", "realsense_d405_wrist"])
     assert env.observation_space == actor_env.observation_space
-    bridge = produced[0].kwargs["parameters"][-1]
-    assert bridge == {"hardware_config": "ur5e"}
+    assert _nodes(plans)["robot_bridge"].overrides == {"hardware_config": "ur5e"}
 
 
-def test_real_arm_launch_rlif_reaches_actor_and_learner(fake_launch) -> None:
-    produced, _ = _run(PKG / "launch/real_arm.launch.py", learner="true", intervention_mode="rlif")
-    actor = next(p for p in produced if p.kwargs.get("name") == "policy_actor").kwargs["parameters"][-1]
-    assert actor["actor.intervention_mode"] == "rlif"
-    cmd = next(p for p in produced if type(p).__name__ == "ExecuteProcess").kwargs["cmd"]
-    assert parse(cmd[1:]).train.intervention_mode == "rlif"
-    produced, _ = _run(PKG / "launch/learner.launch.py", intervention_mode="rlif")
-    assert parse(produced[0].kwargs["cmd"][1:]).train.intervention_mode == "rlif"
+def test_real_arm_launch_needs_the_arm_named() -> None:
+    with pytest.raises(ValueError, match=r"required argument\(s\) \['hardware'\]"):
+        plan("real_arm")
 
 
-def test_real_arm_launch_with_reward_classifier(fake_launch) -> None:
-    produced, _ = _run(PKG / "launch/real_arm.launch.py", reward_classifier="/data/pick.pt", teleop="false")
-    nodes = {p.kwargs["name"]: p.kwargs for p in produced if type(p).__name__ == "Node"}
-    assert nodes["reward_classifier"]["parameters"][-1] == {"classifier": "/data/pick.pt"}
-    assert nodes["policy_actor"]["parameters"][-1]["env.reward"] is True  # the actor reads rl/reward
+def test_real_arm_launch_rlif_reaches_actor_and_learner() -> None:
+    plans = plan("real_arm", hardware="franka_fr3", learner="true", intervention_mode="rlif")
+    assert _nodes(plans)["policy_actor"].overrides["actor.intervention_mode"] == "rlif"
+    cmd = next(p for p in plans if isinstance(p, ProcessPlan)).cmd
+    assert parse(list(cmd[1:])).train.intervention_mode == "rlif"
+    learner = plan("learner", hardware="franka_fr3", intervention_mode="rlif")[0]
+    assert parse(list(learner.cmd[1:])).train.intervention_mode == "rlif"
 
 
-def test_real_arm_launch_real_time_priority(fake_launch) -> None:
-    produced, _ = _run(PKG / "launch/real_arm.launch.py", rt_priority="50")
-    prefixes = {p.kwargs["name"]: p.kwargs.get("prefix") for p in produced if type(p).__name__ == "Node"}
-    assert prefixes == {"robot_bridge": "chrt -f 50", "camera_bridge_front": None, "teleop": None,
-                        "policy_actor": "chrt -f 50"}
+def test_real_arm_launch_with_reward_classifier() -> None:
+    nodes = _nodes(plan("real_arm", hardware="franka_fr3", reward_classifier="/data/pick.pt", teleop="false"))
+    assert nodes["reward_classifier"].overrides == {"classifier": "/data/pick.pt"}
+    assert nodes["policy_actor"].overrides["env.reward"] is True  # the actor reads rl/reward
+    assert "teleop" not in nodes
+
+
+def test_real_arm_launch_real_time_priority() -> None:
+    nodes = _nodes(plan("real_arm", hardware="franka_fr3", cameras="realsense_d435_front", rt_priority="50"))
+    assert {k: n.rt_priority for k, n in nodes.items()} == {"robot_bridge": 50, "camera_bridge_front": 0,
+                                                            "teleop": 0, "policy_actor": 50}
+    assert SPECS["robot_bridge"].launch_kwargs(PKG, rt_priority=50)["prefix"] == "chrt -f 50"
     with pytest.raises(ValueError, match=r"real_arm.launch.py rt_priority='high': expected an integer 0-99"):
-        _run(PKG / "launch/real_arm.launch.py", rt_priority="high")
+        plan("real_arm", hardware="franka_fr3", rt_priority="high")
 
 
-def test_bridge_and_learner_launch(fake_launch) -> None:
-    produced, _ = _run(PKG / "launch/robot_bridge.launch.py", hardware="franka_fr3", namespace="fr3")
-    assert produced[0].kwargs["namespace"] == "fr3"
-    produced, _ = _run(PKG / "launch/learner.launch.py", learner_args="--train.run-dir runs/x")
-    cmd = produced[0].kwargs["cmd"]
-    assert cmd[:2] == list(LEARNER_COMMAND)
-    config = parse(cmd[1:])
+def test_bridge_and_learner_launch() -> None:
+    assert plan("robot_bridge", hardware="franka_fr3", namespace="fr3")[0].namespace == "fr3"
+    cmd = plan("learner", hardware="franka_fr3", address="0.0.0.0:50051", learner_args="--train.run-dir runs/x")[0].cmd
+    assert cmd[:2] == LEARNER_COMMAND
+    config = parse(list(cmd[1:]))
     assert isinstance(config, LearnerConfig) and config.link.host == "0.0.0.0"
     assert str(config.train.run_dir) == "runs/x" and "franka_fr3" in config.env_kwargs
     with pytest.raises(ValueError, match="host:port"):
         learner_argv("gpu-box", "franka_fr3")
+    with pytest.raises(ValueError, match=r"unknown argument\(s\) \['hw'\]"):
+        plan("robot_bridge", hw="x")

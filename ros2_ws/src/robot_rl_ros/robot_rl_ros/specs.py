@@ -128,12 +128,20 @@ def share_dir() -> Path:
     for candidate in (Path(sys.prefix) / "share" / PACKAGE, Path(__file__).resolve().parents[1]):
         if (candidate / "package.xml").exists():
             return candidate
-    raise FileNotFoundError(f"no share directory of {PACKAGE}: pip install ./ros2_ws/src/{PACKAGE}")
+    raise FileNotFoundError(f"no share directory of {PACKAGE}: cd ros2_ws && colcon build, then source "
+                            "ros2_ws/install/setup.bash")
 
 
 def executable_path(executable: str, exe_dir: Path | None = None) -> Path:
-    """Console script of ``executable``: ``exe_dir``, ``lib/robot_rl_ros`` (colcon), the venv's bin, PATH."""
+    """Console script of ``executable``: ``exe_dir``, ``<prefix>/lib/robot_rl_ros`` of the installed package
+    (colcon, as ``launch_ros`` finds it), the venv's bin (pip), PATH."""
     candidates = [exe_dir / executable] if exe_dir else []
+    try:
+        from ament_index_python.packages import get_package_prefix
+
+        candidates.append(Path(get_package_prefix(PACKAGE)) / "lib" / PACKAGE / executable)
+    except Exception:  # the ament index is absent or does not know the package
+        pass
     prefix = Path(sys.prefix)
     candidates += [prefix / "lib" / PACKAGE / executable, prefix / "bin" / executable]
     for c in candidates:
@@ -143,5 +151,6 @@ def executable_path(executable: str, exe_dir: Path | None = None) -> Path:
     if found:
         return Path(found)
     raise FileNotFoundError(
-        f"executable {executable!r} of {PACKAGE} not found; install it: pip install ./ros2_ws/src/{PACKAGE}"
+        f"executable {executable!r} of {PACKAGE} not found; build it (cd ros2_ws && colcon build, then source "
+        f"ros2_ws/install/setup.bash) or pip install ./ros2_ws/src/{PACKAGE}"
     )
