@@ -19,7 +19,8 @@ if [ -z "${ROS_DISTRO:-}" ]; then
     ros-kilted-std-msgs ros-kilted-std-srvs ros-kilted-trajectory-msgs ros-kilted-diagnostic-msgs
   LAUNCH_WHEELS=../shared/wheels/ros2-launch
   if ls "$LAUNCH_WHEELS"/launch_ros-*.whl > /dev/null 2>&1; then
-    python -m pip install --quiet --no-deps "$LAUNCH_WHEELS"/*.whl osrf-pycommon
+    # --no-deps: their ament_index_python is the Kilted wheel of another distribution name
+    python -m pip install --quiet --no-deps --no-warn-conflicts "$LAUNCH_WHEELS"/*.whl osrf-pycommon
   fi
 fi
 # The ament_python package with the nodes, built as on a robot: cd ros2_ws && colcon build.

@@ -143,6 +143,27 @@ def test_ctrl_c_stops_training_with_a_checkpoint_and_resume_continues(tmp_path: 
                                                  progress=False)).env_steps == steps
 
 
+def test_ctrl_c_during_demo_recording_is_one_line_and_keeps_what_was_written(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out_dir = tmp_path / "demos"
+    proc = subprocess.Popen([sys.executable, "-m", "robot_rl.cli", "record-demos", "--task", "reach", "--episodes",
+                             "10000", "--out", str(out_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while not list(out_dir.glob("episode_*.npz")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in out, out
+    assert out.strip().splitlines()[-1] == "robot-rl record-demos: stopped (SIGINT)"
+    assert len(load_demos(out_dir)) >= 1  # every episode written before the signal is whole
+
+
 def test_train_pixels_writes_video(tmp_path: Path) -> None:
     run = tmp_path / "run"
     main(

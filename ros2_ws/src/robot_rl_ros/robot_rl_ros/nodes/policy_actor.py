@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
             kwargs = {"hardware_config": env_cfg.hardware_config, "cameras": list(env_cfg.cameras),
                       "privileged_task": env_cfg.privileged_task}
             summary = run_remote(env, cfg, kwargs, should_stop=stop)
+            stats.steps, stats.episodes = summary["steps"], summary["episodes"]
             if not STOP.requested:
                 log.info(f"done: {summary}")
         else:
