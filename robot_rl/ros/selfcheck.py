@@ -16,7 +16,9 @@ import numpy as np
 from rclpy.node import Node
 
 from robot_rl.ros.inputs import InputMonitor, InputSpec, required_inputs
-from robot_rl.ros.state import MAX_WRENCH
+from robot_rl.ros.messages import pose_from_msg
+from robot_rl.ros.qos import LATCH, SENSOR
+from robot_rl.ros.state import MAX_WRENCH, StateAssembler
 
 _STD = {"bool": "std_msgs/msg/Bool", "int8": "std_msgs/msg/Int8", "int32": "std_msgs/msg/Int32"}
 
@@ -65,19 +67,12 @@ class _Checker:
     """Subscriptions that only look: each message is checked as the bridge would use it."""
 
     def __init__(self, node: Node, arm: Any, monitor: InputMonitor) -> None:
-        from robot_rl.ros.messages import pose_from_msg
-        from robot_rl.ros.state import StateAssembler
-
-        self.arm, self.monitor, self.pose_from_msg = arm, monitor, pose_from_msg
+        self.arm, self.monitor = arm, monitor
         self.assembler = StateAssembler(arm.joint_names, arm.gripper.joint_names, arm.gripper.max_width_m)
         self.bad: dict[str, str] = {}
-        self.health: dict[str, int] = {}
-        from rclpy.qos import qos_profile_sensor_data
-
-        from robot_rl.ros.qos import LATCH
-        for spec in monitor.specs():
+        for spec in monitor.specs():  # the bridge's QoS: sensor data, latched for latched status topics
             health = next((h for h in arm.health if f"health/{h.name}" == spec.name), None)
-            qos = LATCH if health is not None and health.latched else qos_profile_sensor_data
+            qos = LATCH if health is not None and health.latched else SENSOR
             node.create_subscription(message_class(spec.msg_type), spec.topic,
                                      lambda msg, spec=spec, h=health: self.on_message(spec, h, msg), qos)
 
@@ -98,7 +93,7 @@ class _Checker:
             self.monitor.wrong_frame(spec.name, msg.header.frame_id)
             return f"frame {msg.header.frame_id!r}, expected {spec.frame_id!r} (base_frame)"
         if spec.name == "pose":
-            return None if self.pose_from_msg(msg) is not None else "a NaN position or a non-unit quaternion"
+            return None if pose_from_msg(msg) is not None else "a NaN position or a non-unit quaternion"
         if spec.name in ("joint_states", "gripper_joints"):
             arm, grip = self.assembler.on_joint_states(msg.name, msg.position, msg.velocity, 0.0)
             return None if (arm if spec.name == "joint_states" else grip) else ""
@@ -107,7 +102,6 @@ class _Checker:
             ok = np.all(np.abs([f.x, f.y, f.z, t.x, t.y, t.z]) <= MAX_WRENCH)
             return None if ok else f"a non-finite wrench or one beyond {MAX_WRENCH:g} N / N m"
         value = int(getattr(msg, health.field))
-        self.health[spec.name] = value
         return None if value in health.ok_values else f"{health.topic} = {value} (ok: {list(health.ok_values)})"
 
 
