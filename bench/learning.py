@@ -54,7 +54,7 @@ class EpisodeEndInsertion:
 def run_ours(cfg: TrainConfig, learner_overrides: dict | None = None,
              episode_insert: bool = False) -> list[tuple[int, float]]:
     if episode_insert:
-        from robot_rl.teleop.hil import make_router
+        from robot_rl.training.hil import make_router
 
         trainer = Trainer(cfg)
         trainer.router = make_router(cfg, EpisodeEndInsertion(trainer.replay), trainer.demo_replay)
@@ -80,7 +80,6 @@ def run_lockstep(cfg: TrainConfig, n_actors: int, learner_overrides: dict) -> li
     from robot_rl.distributed.codec import dump_weights, load_weights
     from robot_rl.distributed.config import LearnerConfig, LinkConfig
     from robot_rl.distributed.learner import Learner
-    from robot_rl.distributed.spec import make_env
     from robot_rl.training.evaluate import TRAIN_SEED_BASE
 
     token = "lockstep-" + "0" * 16
@@ -88,7 +87,7 @@ def run_lockstep(cfg: TrainConfig, n_actors: int, learner_overrides: dict) -> li
     actors = []
     for i in range(n_actors):  # seeds and ids as `robot-rl train --actors N` gives its actor processes
         seed = cfg.seed * 1000 + i + 1
-        env = make_env(cfg.task, cfg.obs, cfg.image_size, cfg.cameras, dense_reward=cfg.dense_reward)
+        env = make_env_from_config(cfg)
         agent = SACAgent(cfg.agent, env.observation_space, env.action_space, cfg.device, seed)
         client = ActorClient(LinkConfig(), f"sim-{i}", learner.spec, token)
         learner.ingestor.hello(client.actor_id, client.session, 1)

@@ -163,7 +163,7 @@ def _eval(args: EvalArgs) -> int:
 
 def _record_demos(args: RecordDemosArgs) -> int:
     if args.teleop != "none":
-        from robot_rl.teleop.commands import record_teleop_demos_command
+        from robot_rl.commands.demos import record_teleop_demos_command
 
         return record_teleop_demos_command(args)
     from robot_rl.training.env_factory import is_robot_rl_task, make_training_env
@@ -197,8 +197,8 @@ def _record_demos(args: RecordDemosArgs) -> int:
 
 def parse(argv: list[str]) -> object:
     """The config of one ``robot-rl`` command line (no ``robot-rl`` itself); bare = the main job."""
+    from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
-    from robot_rl.rewards.commands import RecordSuccessFailArgs, TrainClassifierArgs
     from robot_rl.training.config import TrainConfig
 
     command = (
@@ -217,8 +217,8 @@ def parse(argv: list[str]) -> object:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
-    from robot_rl.rewards.commands import RecordSuccessFailArgs, TrainClassifierArgs
     from robot_rl.training.config import TrainConfig
 
     chosen = parse(sys.argv[1:] if argv is None else argv)
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(chosen, CheckHardwareArgs):
             return _check_hardware(chosen)
         if isinstance(chosen, (RecordSuccessFailArgs, TrainClassifierArgs)):
-            from robot_rl.rewards.commands import record_success_fail_command, train_classifier_command
+            from robot_rl.commands.classifier import record_success_fail_command, train_classifier_command
 
             if isinstance(chosen, RecordSuccessFailArgs):
                 return record_success_fail_command(chosen)

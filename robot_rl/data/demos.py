@@ -17,11 +17,9 @@ import subprocess
 import warnings
 import zipfile
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO
 
 import gymnasium as gym
 import numpy as np
@@ -31,11 +29,11 @@ from robot_rl.data.episode import Episode
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.spaces import check_episode, describe_space, space_from_description
 from robot_rl.envs.contract import ACTION_DIM, ContractSpec
+from robot_rl.utils.atomic import TMP_SUFFIX, atomic_write
 
 FORMAT_NAME = "robot_rl.demos"
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
-TMP_SUFFIX = ".tmp"
 _EPISODE_RE = re.compile(r"^episode_(\d{6,})\.npz$")
 
 
@@ -83,33 +81,6 @@ def code_version() -> str:
         return f"{version} (git {commit})" if commit else version
     except (OSError, subprocess.SubprocessError):
         return version
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(final: Path, write: Callable[[BinaryIO], object]) -> None:
-    tmp = final.with_name(final.name + TMP_SUFFIX)
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(final.parent)
 
 
 def read_meta(path: str | os.PathLike[str]) -> dict[str, object]:
@@ -169,7 +140,7 @@ class DemoWriter:
                 "notes": meta.notes,
             }
             data = json.dumps(doc, indent=2).encode()
-            _atomic_write(self.path / META_FILE, lambda f: f.write(data))
+            atomic_write(self.path / META_FILE, lambda f: f.write(data))
         files = _episode_files(self.path)
         self.next_index = int(_EPISODE_RE.match(files[-1].name).group(1)) + 1 if files else 0  # type: ignore[union-attr]
 
@@ -186,7 +157,7 @@ class DemoWriter:
             format_version=np.array(FORMAT_VERSION),
         )
         arrays.update({f"info/{k}": np.asarray(v) for k, v in episode.infos.items()})
-        _atomic_write(final, lambda f: np.savez_compressed(f, **arrays))
+        atomic_write(final, lambda f: np.savez_compressed(f, **arrays))
         self.next_index += 1
         return final
 

@@ -52,6 +52,7 @@ from robot_rl.data.batch import Batch
 from robot_rl.data.episode import Episode
 from robot_rl.data.spaces import check_episode, describe_space
 from robot_rl.envs.contract import INFO_KEYS, check_observation
+from robot_rl.utils.atomic import atomic_write
 
 REPLAY_FORMAT_VERSION = 2
 """2: explicit ``next`` links and named streams; version 1 files (contiguous episodes) still load."""
@@ -462,13 +463,7 @@ class ReplayBuffer:
         for i, open_ in enumerate(self._streams.values()):
             arrays.update({f"pending/{i}/{k}": v for k, v in open_.pending.items()})
         arrays["meta"] = np.array(json.dumps(self._meta()))
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        return path
+        return atomic_write(path, lambda f: np.savez(f, **arrays))
 
     def load(self, path: str | os.PathLike[str], restore_rng: bool = True) -> None:
         """Restore a ``save`` checkpoint into this buffer (same space, action dim, extras and capacity).

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -25,9 +23,11 @@ from robot_rl.agents.sac import SACAgent
 from robot_rl.distributed.client import ActorClient, LinkRefused
 from robot_rl.distributed.codec import load_weights
 from robot_rl.distributed.config import ActorConfig
-from robot_rl.distributed.spec import classifier_digest, env_spec, make_env
-from robot_rl.teleop.hil import wrap_training_env
+from robot_rl.distributed.spec import classifier_digest, env_spec
+from robot_rl.training.env_factory import make_env_from_config
 from robot_rl.training.evaluate import TRAIN_SEED_BASE
+from robot_rl.training.hil import wrap_training_env
+from robot_rl.utils.atomic import atomic_write
 from robot_rl.utils.config_io import from_jsonable
 
 log = logging.getLogger("robot_rl.distributed")
@@ -73,28 +73,14 @@ class PolicyHolder:
         return True
 
 
-def _write_status(path: Path, status: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(status))
-    os.replace(tmp, path)
-
-
 class Actor:
     """Runs ``config``'s env with the learner's policy until ``max_steps`` or the learner says stop."""
 
     def __init__(self, config: ActorConfig, token: str | None = None, env: gym.Env | None = None) -> None:
         self.config = cfg = config
         torch.set_num_threads(cfg.torch_threads)
-        self.env = env or make_env(
-            cfg.task,
-            cfg.obs,
-            cfg.image_size,
-            cfg.cameras,
-            cfg.env_factory,
-            cfg.env_kwargs,
-            dense_reward=cfg.dense_reward,
-            terminate_on_success=cfg.reward_classifier is None,  # only the classifier ends episodes
-        )
+        self.env = env or make_env_from_config(  # with a classifier, only it ends episodes
+            cfg, training=True, env_factory=cfg.env_factory, env_kwargs=cfg.env_kwargs)
         self.spec = env_spec(self.env, cfg.env_factory or cfg.task, cfg.dense_reward, cfg.intervention_mode,
                              classifier_digest(cfg.reward_classifier))
         self.env = wrap_training_env(self.env, cfg)  # after env_spec: the spec names the task, not the wrappers
@@ -178,7 +164,7 @@ class Actor:
                     obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
                 if cfg.status_file is not None and time.monotonic() - last_status > 0.5:
                     last_status = time.monotonic()
-                    _write_status(cfg.status_file, self.summary())
+                    atomic_write(cfg.status_file, json.dumps(self.summary()))
                 if period:
                     next_tick += period
                     time.sleep(max(0.0, next_tick - time.perf_counter()))
@@ -194,7 +180,7 @@ class Actor:
                 )
             summary = self.summary()
             if cfg.status_file is not None:
-                _write_status(cfg.status_file, summary)
+                atomic_write(cfg.status_file, json.dumps(summary))
             client.close()
             self.env.close()
         if isinstance(client.error, LinkRefused):

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robot_rl.data.episode import Episode
+from robot_rl.data.routing import Transition
 from robot_rl.distributed.codec import RecordData
 from robot_rl.envs.contract import INFO_KEYS
-from robot_rl.teleop.routing import Transition
 
 log = logging.getLogger("robot_rl.distributed")
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import gymnasium as gym
 
+from robot_rl.data.routing import Transition
 from robot_rl.distributed.assembler import AssembledEpisode, EpisodeAssembler
 from robot_rl.distributed.codec import RecordData, decode_record
 from robot_rl.distributed.replay_log import ReplayLog
-from robot_rl.teleop.routing import Transition
 
 log = logging.getLogger("robot_rl.distributed")
 

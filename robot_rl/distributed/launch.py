@@ -18,8 +18,8 @@ from pathlib import Path
 
 from robot_rl.distributed.config import LearnerConfig, LinkConfig
 from robot_rl.distributed.learner import Learner
-from robot_rl.teleop.hil import check_rlif_has_device, few_critics_warning
 from robot_rl.training.config import TrainConfig
+from robot_rl.training.hil import check_rlif_has_device, few_critics_warning
 from robot_rl.utils.shutdown import GracefulStop
 
 log = logging.getLogger("robot_rl.distributed")

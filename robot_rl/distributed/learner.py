@@ -24,9 +24,10 @@ import numpy as np
 import torch
 
 from robot_rl.agents.sac import SACAgent
-from robot_rl.data.demos import _atomic_write, load_demos
+from robot_rl.data.demos import load_demos
 from robot_rl.data.episode import Episode
 from robot_rl.data.replay import ReplayBuffer
+from robot_rl.data.routing import Transition, TransitionRouter, rlif_rewards
 from robot_rl.data.sampler import MixedSampler
 from robot_rl.data.spaces import describe_space
 from robot_rl.distributed.assembler import AssembledEpisode
@@ -36,15 +37,15 @@ from robot_rl.distributed.ingest import Ingestor
 from robot_rl.distributed.prior import load_prior_episodes
 from robot_rl.distributed.replay_log import ReplayLog
 from robot_rl.distributed.server import LinkServer
-from robot_rl.distributed.spec import classifier_digest, env_spec, make_env
-from robot_rl.teleop.hil import RLIF_PENALTY, make_router, prepare_demo
-from robot_rl.teleop.routing import Transition, TransitionRouter, rlif_rewards
-from robot_rl.training.env_factory import is_robot_rl_task
+from robot_rl.distributed.spec import classifier_digest, env_spec
+from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
+from robot_rl.training.hil import RLIF_PENALTY, make_router, prepare_demo
 from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, EXTRAS, load_run_config
 from robot_rl.training.record import demo_summary, record_scripted_demos
-from robot_rl.training.run_dir import RunDir, atomic_write_text, read_checkpoint
+from robot_rl.training.run_dir import RunDir, read_checkpoint
 from robot_rl.utils.allocator import retain_freed_memory
+from robot_rl.utils.atomic import atomic_write
 from robot_rl.utils.config_io import to_jsonable
 
 log = logging.getLogger("robot_rl.distributed")
@@ -95,15 +96,7 @@ class Learner:
         retain_freed_memory(t.retained_heap_mb)
         torch.manual_seed(t.seed)
         self.run_dir = RunDir(path)
-        self.env = make_env(
-            t.task,
-            t.obs,
-            t.image_size,
-            t.cameras,
-            cfg.env_factory,
-            cfg.env_kwargs,
-            dense_reward=t.dense_reward,
-        )
+        self.env = make_env_from_config(t, env_factory=cfg.env_factory, env_kwargs=cfg.env_kwargs)
         self.spec = env_spec(self.env, cfg.env_factory or t.task, t.dense_reward, t.intervention_mode,
                              classifier_digest(t.reward_classifier))
         self.eval_env = self.env if cfg.evaluate else None
@@ -123,7 +116,7 @@ class Learner:
         if not self.resuming:
             self.run_dir.create(t)
             doc = {k: v for k, v in to_jsonable(cfg).items() if k != "train"}
-            atomic_write_text(path / DISTRIBUTED_FILE, json.dumps(doc, indent=2))
+            atomic_write(path / DISTRIBUTED_FILE, json.dumps(doc, indent=2))
         meta = {"observation_space": describe_space(space), "action_dim": int(action_dim), "spec": self.spec}
         self.replay_log = ReplayLog(path / "replay_log", meta, segment_bytes=cfg.segment_mb * 2**20)
         self._routers: dict[str, TransitionRouter] = {}  # per actor: its replay streams, RLIF labels
@@ -242,7 +235,7 @@ class Learner:
         """Listen (returns the port), publish the current weights, start the replay-log flusher."""
         self.port = self.server.start()
         address = {"host": self.config.link.host, "port": self.port, "learner_id": self.learner_id}
-        atomic_write_text(self.run_dir.path / ADDRESS_FILE, json.dumps(address))
+        atomic_write(self.run_dir.path / ADDRESS_FILE, json.dumps(address))
         self._publish()
         self._flusher = threading.Thread(target=self._flush_loop, name="replay-log-flush", daemon=True)
         self._flusher.start()
@@ -265,7 +258,7 @@ class Learner:
         """Publish the actor weights under a new version, made durable first (unique across restarts)."""
         self.weights_version += 1
         doc = json.dumps({"version": self.weights_version}).encode()
-        _atomic_write(self.run_dir.path / VERSION_FILE, lambda f: f.write(doc))
+        atomic_write(self.run_dir.path / VERSION_FILE, doc)
         self.server.publish(self.weights_version, self.updates, dump_weights(self.agent))
         self._published_updates = self.updates
 
@@ -433,7 +426,7 @@ class Learner:
         }
         self.run_dir.checkpoints.mkdir(parents=True, exist_ok=True)
         final = self.run_dir.checkpoints / CHECKPOINT
-        _atomic_write(final, lambda f: torch.save(state, f))
+        atomic_write(final, lambda f: torch.save(state, f))
         return final
 
     def _load_checkpoint(self) -> None:

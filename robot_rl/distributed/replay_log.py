@@ -32,8 +32,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from robot_rl.data.demos import _atomic_write, _fsync_dir
 from robot_rl.distributed.protocol import pb
+from robot_rl.utils.atomic import atomic_write, fsync_dir
 
 log = logging.getLogger("robot_rl.distributed")
 
@@ -100,7 +100,7 @@ class ReplayLog:
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             }
             data = json.dumps(self.meta, indent=2).encode()
-            _atomic_write(meta_file, lambda f: f.write(data))
+            atomic_write(meta_file, data)
         else:
             raise FileNotFoundError(f"{self.path} holds no replay log (no meta.json)")
 
@@ -202,7 +202,7 @@ class ReplayLog:
         self._file.write(SEGMENT_MAGIC)
         self._file.flush()
         os.fsync(self._file.fileno())
-        _fsync_dir(self.path)
+        fsync_dir(self.path)
         self._segment, self._chunk, self._size = path, 0, len(SEGMENT_MAGIC)
 
     def append(self, batches: Sequence[tuple[str, str, Sequence[bytes]]]) -> ChunkRef:

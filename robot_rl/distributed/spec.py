@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 from collections.abc import Mapping
@@ -14,33 +13,6 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.spaces import describe_space
-from robot_rl.training.env_factory import make_training_env
-
-
-def make_env(
-    task: str,
-    obs: str,
-    image_size: int,
-    cameras: tuple[str, ...],
-    env_factory: str | None = None,
-    env_kwargs: str = "{}",
-    render_mode: str | None = None,
-    dense_reward: bool = False,
-    terminate_on_success: bool = True,
-) -> gym.Env:
-    """``env_factory`` (``module:function``, called with ``env_kwargs``) if given, else the training task."""
-    if env_factory is None:
-        return make_training_env(task, obs, image_size, cameras, render_mode=render_mode, dense_reward=dense_reward,
-                                 terminate_on_success=terminate_on_success)
-    module_name, _, func_name = env_factory.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module_name), func_name)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"env_factory {env_factory!r} cannot be imported: {e}") from e
-    kwargs = json.loads(env_kwargs)
-    if render_mode is not None:
-        kwargs["render_mode"] = render_mode
-    return factory(**kwargs)
 
 
 def classifier_digest(path: str | os.PathLike[str] | None) -> str | None:

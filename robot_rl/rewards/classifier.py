@@ -25,6 +25,7 @@ from torch import nn
 from robot_rl.agents.encoders import ObservationEncoder
 from robot_rl.data.spaces import describe_space, space_from_description
 from robot_rl.rewards.config import ClassifierConfig
+from robot_rl.utils.atomic import atomic_write
 
 FORMAT = "robot_rl.reward_classifier"
 FORMAT_VERSION = 1
@@ -84,9 +85,7 @@ def save_classifier(path: str | os.PathLike[str], model: SuccessClassifier, thre
         "space": describe_space(model.space), "threshold": float(threshold), "report": report,
         "state_dict": model.state_dict(),
     }
-    tmp = f"{os.fspath(path)}.tmp"
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    atomic_write(path, lambda f: torch.save(payload, f))
 
 
 def load_classifier(path: str | os.PathLike[str]) -> LoadedClassifier:

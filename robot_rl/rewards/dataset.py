@@ -23,8 +23,8 @@ import numpy as np
 from robot_rl.data.demos import DemoMeta, DemoWriter, load_demos
 from robot_rl.data.episode import Episode
 from robot_rl.envs.contract import INFO_KEYS, is_image_key
-from robot_rl.envs.intervention import InterventionConfig, InterventionWrapper
 from robot_rl.teleop.base import Teleoperator
+from robot_rl.teleop.intervention import InterventionConfig, InterventionWrapper
 
 LABEL_KEY = "label"
 SUCCESS_FAIL_SEED_BASE = 700_000_000  # disjoint from training, demo and evaluation seeds
@@ -160,29 +160,6 @@ def record_success_fail(
         if on_episode is not None:
             on_episode(i, episode, int(np.sum(labels)))
     return kept, stats
-
-
-def policy_recording_env(
-    policy: str | os.PathLike[str], task: str, image_size: int, cameras: Sequence[str]
-) -> tuple[gym.Env, Callable[[dict[str, np.ndarray]], np.ndarray]]:
-    """A sim env for ``record_success_fail`` driven by a trained policy (run folder or checkpoint), and that
-    policy's stochastic actions. A state policy gets a state env with the cameras rendered into its
-    observations; a pixel policy's cameras must be the ones asked for."""
-    from robot_rl.rewards.wrapper import SimCameraObservation
-    from robot_rl.sim import make_env
-    from robot_rl.training.loop import load_agent
-
-    agent, cfg = load_agent(Path(policy))
-    if cfg.task != task:
-        raise ValueError(f"policy {policy}: trained on {cfg.task!r}, not {task!r}")
-    if cfg.obs == "pixels" and (cfg.image_size, tuple(cfg.cameras)) != (image_size, tuple(cameras)):
-        raise ValueError(f"policy {policy}: its cameras {list(cfg.cameras)} at {cfg.image_size} px differ from "
-                         f"the recording's {list(cameras)} at {image_size} px")
-    env = make_env(task, obs_mode=cfg.obs, image_size=image_size, cameras=tuple(cameras),
-                   terminate_on_success=False, dense_reward=cfg.dense_reward)
-    if cfg.obs == "state":
-        env = SimCameraObservation(env, cameras, image_size)
-    return env, lambda obs: agent.act(obs)
 
 
 def default_out(task: str) -> Path:

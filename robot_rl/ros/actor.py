@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.envs.intervention import INTERVENTION_MODES, InterventionMode
+from robot_rl.teleop.intervention import INTERVENTION_MODES, InterventionMode
 
 if TYPE_CHECKING:
     from robot_rl.distributed.config import ActorConfig as LinkActorConfig

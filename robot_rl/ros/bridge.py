@@ -30,7 +30,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from robot_rl.envs.geometry import matrix_to_rotvec, quat_to_matrix, rotation_angle_between
 from robot_rl.ros import names
-from robot_rl.ros.commands import make_backend
+from robot_rl.ros.command_backends import make_backend
 from robot_rl.ros.drops import DropLog
 from robot_rl.ros.gripper import make_gripper
 from robot_rl.ros.hardware import ArmConfig, HealthInput

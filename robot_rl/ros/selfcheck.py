@@ -111,7 +111,7 @@ def check_hardware(config: str, seconds: float = 3.0, namespace: str = "") -> tu
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
 
-    from robot_rl.ros.commands import BACKEND_TYPES
+    from robot_rl.ros.command_backends import BACKEND_TYPES
     from robot_rl.ros.hardware import load_arm_config
 
     arm = load_arm_config(config)

@@ -1,6 +1,10 @@
-"""Build the training/eval env: a robot_rl task, or any gymnasium env on the learner's dict convention."""
+"""Build the training/eval env: a robot_rl task, any gymnasium env on the learner's dict convention, or a
+user's ``module:function`` env factory (a real arm's contract env, tests)."""
 
 from __future__ import annotations
+
+import importlib
+import json
 
 import gymnasium as gym
 import numpy as np
@@ -32,9 +36,14 @@ def make_training_env(
     render_mode: str | None = None,
     dense_reward: bool = False,
     terminate_on_success: bool = True,
+    env_factory: str | None = None,
+    env_kwargs: str = "{}",
 ) -> gym.Env:
     """``task`` is a robot_rl task name or a gymnasium id; the result emits flat dict observations.
-    ``terminate_on_success`` False: a robot_rl task runs on after success (a gymnasium env keeps its own rules)."""
+    ``terminate_on_success`` False: a robot_rl task runs on after success (a gymnasium env keeps its own rules).
+    ``env_factory`` (``module:function``, called with the JSON object ``env_kwargs``) replaces the task."""
+    if env_factory is not None:
+        return _from_factory(env_factory, env_kwargs, render_mode)
     if is_robot_rl_task(task):
         from robot_rl.sim import make_env
 
@@ -64,7 +73,20 @@ def make_training_env(
     return DictObservation(env)
 
 
-def make_env_from_config(config, render_mode: str | None = None, training: bool = False) -> gym.Env:
+def _from_factory(env_factory: str, env_kwargs: str, render_mode: str | None) -> gym.Env:
+    module_name, _, func_name = env_factory.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), func_name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"env_factory {env_factory!r} cannot be imported: {e}") from e
+    kwargs = json.loads(env_kwargs)
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    return factory(**kwargs)
+
+
+def make_env_from_config(config, render_mode: str | None = None, training: bool = False,
+                         env_factory: str | None = None, env_kwargs: str = "{}") -> gym.Env:
     """The env a ``TrainConfig`` describes (training, evaluation and ``robot-rl eval`` build it the same way).
 
     ``training`` with a reward classifier: a simulated task does not end on its own success, as a real arm does
@@ -79,4 +101,6 @@ def make_env_from_config(config, render_mode: str | None = None, training: bool 
         render_mode=render_mode,
         dense_reward=config.dense_reward,
         terminate_on_success=not (training and config.reward_classifier is not None),
+        env_factory=env_factory,
+        env_kwargs=env_kwargs,
     )

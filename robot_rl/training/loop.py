@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +18,10 @@ from robot_rl.agents.sac import SACAgent
 from robot_rl.data.demos import load_demos
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler
-from robot_rl.teleop.hil import (
+from robot_rl.training.config import TrainConfig
+from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
+from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
+from robot_rl.training.hil import (
     check_rlif_has_device,
     episode_metrics,
     few_critics_warning,
@@ -29,12 +31,10 @@ from robot_rl.teleop.hil import (
     without_teleop,
     wrap_training_env,
 )
-from robot_rl.training.config import TrainConfig
-from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
-from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.record import demo_summary, record_scripted_demos
 from robot_rl.training.run_dir import RunDir, read_checkpoint
 from robot_rl.utils.allocator import retain_freed_memory
+from robot_rl.utils.atomic import atomic_write
 from robot_rl.utils.config_io import from_jsonable
 
 EXTRAS = {"intervention": np.bool_, "grasp_penalty": np.float32}
@@ -235,11 +235,7 @@ class Trainer:
             "torch_rng": torch.get_rng_state(),
             "numpy_rng": self._rng.bit_generator.state,
         }
-        final = ckpt_dir / CHECKPOINT
-        tmp = final.with_name(final.name + ".tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, final)
-        return final
+        return atomic_write(ckpt_dir / CHECKPOINT, lambda f: torch.save(state, f))
 
     def _load_checkpoint(self) -> None:
         ckpt_dir = self.run_dir.checkpoints
@@ -263,12 +259,7 @@ def _run_env(run: Path, cfg: TrainConfig) -> Any:
     when it had one, else the task of its config."""
     distributed = run / DISTRIBUTED_FILE
     link = json.loads(distributed.read_text()) if distributed.exists() else {}
-    if not link.get("env_factory"):
-        return make_env_from_config(cfg)
-    from robot_rl.distributed.spec import make_env
-
-    return make_env(cfg.task, cfg.obs, cfg.image_size, cfg.cameras, link["env_factory"],
-                    link.get("env_kwargs", "{}"), dense_reward=cfg.dense_reward)
+    return make_env_from_config(cfg, env_factory=link.get("env_factory"), env_kwargs=link.get("env_kwargs", "{}"))
 
 
 def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, TrainConfig]:

@@ -102,7 +102,7 @@ def record_teleop_demos(
     format as scripted demos. The policy is "hold still": the arm moves only while the human acts (HIL-SERL's
     ``record_demos``). An episode ends at the env's time limit / success or on the operator's success, failure
     or reset button. Human devices are paced at the env's control rate; ``on_step(t, obs)`` shows progress."""
-    from robot_rl.envs.intervention import InterventionConfig, InterventionWrapper
+    from robot_rl.teleop.intervention import InterventionConfig, InterventionWrapper
 
     pace_hz = float(env.metadata.get("render_fps", 10)) if device.realtime else 0.0
     wrapped = InterventionWrapper(env, device, InterventionConfig(pace_hz=pace_hz))

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from robot_rl.utils.atomic import atomic_write
 from robot_rl.utils.config_io import to_jsonable
 
 
@@ -43,16 +42,12 @@ class RunDir:
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         self.videos.mkdir(exist_ok=True)
         config_file = self.path / "config.json"
-        tmp = _tmp_path(config_file)
-        tmp.write_text(json.dumps(to_jsonable(config), indent=2))
         try:
-            os.link(tmp, config_file)  # atomic, and fails if the file exists: the claim
+            atomic_write(config_file, json.dumps(to_jsonable(config), indent=2), exclusive=True)
         except FileExistsError:
             raise FileExistsError(
                 f"run folder {self.path} already holds a run; use --resume {self.path} to continue it"
             ) from None
-        finally:
-            tmp.unlink()
         self._write_git_state()
 
     def read_config(self) -> dict[str, Any]:
@@ -80,9 +75,9 @@ class RunDir:
             "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
             "dirty": bool(diff),
         }
-        atomic_write_text(self.path / "git.json", json.dumps(state, indent=2))
+        atomic_write(self.path / "git.json", json.dumps(state, indent=2))
         if diff:
-            atomic_write_text(self.path / "git.diff", diff + "\n")
+            atomic_write(self.path / "git.diff", diff + "\n")
 
     # --- metrics ----------------------------------------------------------------------------------------
     def log(self, kind: str, step: int, values: dict[str, float]) -> None:
@@ -160,17 +155,6 @@ class RunDir:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
-
-
-def _tmp_path(path: Path) -> Path:
-    """A temporary name beside ``path`` that no other process or thread writing ``path`` uses."""
-    return path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = _tmp_path(path)
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def read_checkpoint(path: Path, device: str = "cpu") -> dict[str, Any]:

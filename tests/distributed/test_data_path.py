@@ -17,9 +17,9 @@ from robot_rl.distributed.client import ActorClient
 from robot_rl.distributed.config import LearnerConfig, LinkConfig
 from robot_rl.distributed.learner import Learner
 from robot_rl.sim.registry import make_expert
-from robot_rl.teleop.hil import make_router
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import make_training_env
+from robot_rl.training.hil import make_router
 from robot_rl.training.loop import EXTRAS
 
 Step = tuple[dict, np.ndarray, float, dict, bool, bool, dict]

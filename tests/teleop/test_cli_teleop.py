@@ -12,8 +12,8 @@ pytest.importorskip("robot_rl.sim")  # sets MUJOCO_GL before mujoco loads
 
 from robot_rl.cli import main
 from robot_rl.data.demos import load_demos
-from robot_rl.teleop.hil import teleop_device
 from robot_rl.training.config import TrainConfig
+from robot_rl.training.hil import teleop_device
 from robot_rl.training.loop import Trainer, load_run_config
 
 TINY = ["--agent.hidden-dims", "32", "32", "--agent.num-critics", "2", "--agent.utd-ratio", "1", "--batch-size", "32",

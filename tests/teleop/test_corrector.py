@@ -117,8 +117,8 @@ def test_config_errors_name_the_field() -> None:
 
 def test_corrects_a_zero_policy_in_pick_cube() -> None:
     pytest.importorskip("robot_rl.sim")  # sets MUJOCO_GL before mujoco loads
-    from robot_rl.envs.intervention import InterventionWrapper
     from robot_rl.sim import make_env
+    from robot_rl.teleop.intervention import InterventionWrapper
 
     corrector = ScriptedCorrector(CorrectorConfig(takeover_steps=20, patience_steps=3))
     env = InterventionWrapper(make_env("pick_cube"), corrector)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from robot_rl.rewards.config import ClassifierConfig
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+    import numpy as np
 
 Device = Literal["scripted", "keyboard", "spacemouse", "gamepad"]
 
@@ -87,7 +92,6 @@ def _recording_env(args: RecordSuccessFailArgs) -> tuple[Any, Callable[[dict], A
 
         return make_env(args.task, obs_mode="pixels", image_size=args.image_size, cameras=args.cameras,
                         terminate_on_success=False), None
-    from robot_rl.rewards.dataset import policy_recording_env
 
     return policy_recording_env(args.policy, args.task, args.image_size, args.cameras)
 
@@ -108,3 +112,26 @@ def train_classifier_command(args: TrainClassifierArgs) -> int:
     print(report.summary())
     print(f"saved {args.out} (report: {args.out.with_suffix('.json')})")
     return 0
+
+
+def policy_recording_env(
+    policy: str | os.PathLike[str], task: str, image_size: int, cameras: Sequence[str]
+) -> tuple[gym.Env, Callable[[dict[str, np.ndarray]], np.ndarray]]:
+    """A sim env for ``record_success_fail`` driven by a trained policy (run folder or checkpoint), and that
+    policy's stochastic actions. A state policy gets a state env with the cameras rendered into its
+    observations; a pixel policy's cameras must be the ones asked for."""
+    from robot_rl.rewards.wrapper import SimCameraObservation
+    from robot_rl.sim import make_env
+    from robot_rl.training.loop import load_agent
+
+    agent, cfg = load_agent(Path(policy))
+    if cfg.task != task:
+        raise ValueError(f"policy {policy}: trained on {cfg.task!r}, not {task!r}")
+    if cfg.obs == "pixels" and (cfg.image_size, tuple(cfg.cameras)) != (image_size, tuple(cameras)):
+        raise ValueError(f"policy {policy}: its cameras {list(cfg.cameras)} at {cfg.image_size} px differ from "
+                         f"the recording's {list(cameras)} at {image_size} px")
+    env = make_env(task, obs_mode=cfg.obs, image_size=image_size, cameras=tuple(cameras),
+                   terminate_on_success=False, dense_reward=cfg.dense_reward)
+    if cfg.obs == "state":
+        env = SimCameraObservation(env, cameras, image_size)
+    return env, lambda obs: agent.act(obs)

@@ -14,10 +14,10 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.episode import Episode
-from robot_rl.envs.intervention import InterventionConfig, InterventionWrapper
+from robot_rl.data.routing import StepBuffer, TransitionRouter
 from robot_rl.teleop import make_teleop
 from robot_rl.teleop.base import Teleoperator
-from robot_rl.teleop.routing import StepBuffer, TransitionRouter
+from robot_rl.teleop.intervention import InterventionConfig, InterventionWrapper
 
 RLIF_PENALTY = -1.0
 

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from robot_rl.data.replay import ReplayBuffer, ReplayConfig
-from robot_rl.envs.intervention import InterventionConfig, InterventionWrapper
-from robot_rl.teleop.base import Buttons, MockTeleop, TeleopCommand
-from robot_rl.teleop.routing import (
+from robot_rl.data.routing import (
     RLIFLabeler,
     Transition,
     TransitionRouter,
     rlif_rewards,
     takeover_steps,
 )
+from robot_rl.teleop.base import Buttons, MockTeleop, TeleopCommand
+from robot_rl.teleop.intervention import InterventionConfig, InterventionWrapper
 
 HUMAN = np.array([0.0, 0.5, 0.0, 0.0, 0.0, 0.0, -1.0], np.float32)
 POLICY = np.array([0.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float32)

@@ -13,7 +13,7 @@ active the human's action is executed instead. Info keys added on every step:
 Modes: ``hil`` (HIL-SERL) keeps the task reward. ``rlif`` (RLIF) replaces it by 0 (the task reward moves
 to ``info["task_reward"]``) and turns a terminal success into a truncation, so nothing about the task
 reaches the learner; the -1 for the last policy step before each takeover is applied one step later by
-``robot_rl.teleop.routing.RLIFLabeler`` (a returned reward cannot be changed). A takeover never ends the
+``robot_rl.data.routing.RLIFLabeler`` (a returned reward cannot be changed). A takeover never ends the
 episode. Operator buttons: success ends the episode as a success (terminated; reward 1 in ``hil``),
 failure and reset end it as truncated; pause blocks ``step`` until pause is pressed again.
 """
