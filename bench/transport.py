@@ -42,6 +42,7 @@ def _learner_role(args: argparse.Namespace) -> None:
     from robot_rl.agents.sac import SACAgent
     from robot_rl.data.replay import ReplayBuffer, ReplayConfig
     from robot_rl.data.spaces import describe_space
+    from robot_rl.data.transition import EXTRAS
     from robot_rl.distributed.codec import dump_weights
     from robot_rl.distributed.config import LinkConfig
     from robot_rl.distributed.ingest import Ingestor
@@ -49,7 +50,6 @@ def _learner_role(args: argparse.Namespace) -> None:
     from robot_rl.distributed.server import LinkServer
     from robot_rl.distributed.spec import env_spec
     from robot_rl.distributed.testing import CounterEnv
-    from robot_rl.training.loop import EXTRAS
     from robot_rl.utils.config_io import to_jsonable
 
     torch.set_num_threads(1)

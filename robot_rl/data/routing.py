@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+
+from robot_rl.data.transition import Transition
 
 
 class StepBuffer(Protocol):
@@ -27,25 +28,6 @@ class StepBuffer(Protocol):
             extras: Mapping[str, object] | None = None) -> None: ...
 
     def end_episode(self) -> bool: ...
-
-
-@dataclass
-class Transition:
-    obs: Mapping[str, np.ndarray]
-    action: np.ndarray
-    reward: float
-    next_obs: Mapping[str, np.ndarray]
-    terminated: bool
-    truncated: bool
-    extras: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def intervention(self) -> bool:
-        return bool(self.extras.get("intervention", False))
-
-    @property
-    def done(self) -> bool:
-        return self.terminated or self.truncated
 
 
 def takeover_steps(interventions: np.ndarray) -> np.ndarray:
@@ -109,18 +91,7 @@ class TransitionRouter:
         self._demo_open = False
         self.demo_transitions = 0
 
-    def add(
-        self,
-        obs: Mapping[str, np.ndarray],
-        action: np.ndarray,
-        reward: float,
-        next_obs: Mapping[str, np.ndarray],
-        terminated: bool,
-        truncated: bool,
-        extras: Mapping[str, object] | None = None,
-    ) -> None:
-        t = Transition(obs, np.asarray(action, np.float32), float(reward), next_obs, bool(terminated),
-                       bool(truncated), dict(extras or {}))
+    def add(self, t: Transition) -> None:
         for ready in self.labeler.push(t) if self.labeler is not None else [t]:
             self._store(ready)
 

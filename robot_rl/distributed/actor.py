@@ -20,6 +20,7 @@ import torch
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.sac import SACAgent
+from robot_rl.data.transition import step_env
 from robot_rl.distributed.client import ActorClient, LinkRefused
 from robot_rl.distributed.codec import load_weights
 from robot_rl.distributed.config import ActorConfig
@@ -144,22 +145,16 @@ class Actor:
                     action = env.action_space.sample()
                 else:
                     action = policy.active.act(obs, deterministic=cfg.deterministic)
-                next_obs, reward, terminated, truncated, info = env.step(action)
-                executed = info["intervention_action"] if info.get("intervention") else action
-                extras = {
-                    "intervention": float(bool(info.get("intervention", False))),
-                    "grasp_penalty": float(info.get("grasp_penalty", 0.0)),
-                    "is_success": float(bool(info.get("is_success", False))),
-                }
+                step = step_env(env, obs, action)
+                t = step.transition
+                extras = {**t.extras, "is_success": bool(step.info.get("is_success", False))}  # episode success
                 t1 = time.perf_counter()
-                client.add(
-                    obs, executed, float(reward), next_obs, terminated, truncated, extras, policy.version
-                )
+                client.add(t.obs, t.action, t.reward, t.next_obs, t.terminated, t.truncated, extras, policy.version)
                 self.step_seconds.append(link_s + time.perf_counter() - t1)
                 self.versions_used.add(policy.version)
                 self.steps += 1
-                obs = next_obs
-                if terminated or truncated:
+                obs = t.next_obs
+                if step.done:
                     self.episodes += 1
                     obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
                 if cfg.status_file is not None and time.monotonic() - last_status > 0.5:

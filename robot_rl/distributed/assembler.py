@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robot_rl.data.episode import Episode
-from robot_rl.data.routing import Transition
+from robot_rl.data.transition import Transition
 from robot_rl.distributed.codec import RecordData
 from robot_rl.envs.contract import INFO_KEYS
 

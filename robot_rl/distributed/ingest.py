@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import gymnasium as gym
 
-from robot_rl.data.routing import Transition
+from robot_rl.data.transition import Transition
 from robot_rl.distributed.assembler import AssembledEpisode, EpisodeAssembler
 from robot_rl.distributed.codec import RecordData, decode_record
 from robot_rl.distributed.replay_log import ReplayLog

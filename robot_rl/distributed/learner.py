@@ -25,11 +25,11 @@ import torch
 
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.demos import load_demos
-from robot_rl.data.episode import Episode
 from robot_rl.data.replay import ReplayBuffer
-from robot_rl.data.routing import Transition, TransitionRouter, rlif_rewards
+from robot_rl.data.routing import TransitionRouter, rlif_rewards
 from robot_rl.data.sampler import MixedSampler
 from robot_rl.data.spaces import describe_space
+from robot_rl.data.transition import EXTRAS, Transition, episode_extras, typed_extras
 from robot_rl.distributed.assembler import AssembledEpisode
 from robot_rl.distributed.codec import dump_weights
 from robot_rl.distributed.config import LearnerConfig
@@ -41,7 +41,7 @@ from robot_rl.distributed.spec import classifier_digest, env_spec
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.hil import RLIF_PENALTY, make_router, prepare_demo
-from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, EXTRAS, load_run_config
+from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, load_run_config
 from robot_rl.training.record import demo_summary, record_scripted_demos
 from robot_rl.training.run_dir import RunDir, read_checkpoint
 from robot_rl.utils.allocator import retain_freed_memory
@@ -51,15 +51,6 @@ from robot_rl.utils.config_io import to_jsonable
 log = logging.getLogger("robot_rl.distributed")
 ADDRESS_FILE = "learner_address.json"
 VERSION_FILE = "weights_version.json"
-
-
-def _with_extras(episode: Episode) -> Episode:
-    n = len(episode)
-    infos = {
-        "intervention": np.asarray(episode.infos.get("intervention", np.zeros(n)), np.bool_),
-        "grasp_penalty": np.asarray(episode.infos.get("grasp_penalty", np.zeros(n)), np.float32),
-    }
-    return dataclasses.replace(episode, infos=infos)
 
 
 def actors_ahead(taken: int, update_calls: int, learning_starts: int, ratio: float, lead: int,
@@ -165,13 +156,8 @@ class Learner:
         """Ingest threads (or ``restore``): a complete transition -> the actor's replay streams at once, routed
         by the rules of ``robot-rl train`` (intervention segments also to the demo buffer, RLIF rewards). The
         replay log keeps what the actor sent, so a restart inserts and routes again the same way."""
-        extras = {
-            "intervention": bool(step.extras.get("intervention", 0.0)),
-            "grasp_penalty": float(step.extras.get("grasp_penalty", 0.0)),
-        }
         with self._replay_lock:
-            self._router(actor_id).add(step.obs, step.action, step.reward, step.next_obs, step.terminated,
-                                       step.truncated, extras)
+            self._router(actor_id).add(dataclasses.replace(step, extras=typed_extras(step.extras)))
         self.env_steps += 1
 
     def _on_cut(self, actor_id: str) -> None:
@@ -223,7 +209,7 @@ class Learner:
             episodes = [*episodes, *prior]
             source += f"; {len(prior)} prior episodes from {run}"
         for episode in episodes:
-            self.demo_replay.add_episode(_with_extras(prepare_demo(episode, t)))
+            self.demo_replay.add_episode(episode_extras(prepare_demo(episode, t)))
         log.info("demos/prior: %s; %d transitions", source, len(self.demo_replay))
 
     def _sample(self) -> Any:

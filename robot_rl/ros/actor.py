@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.data.transition import EnvStep, step_env
 from robot_rl.teleop.intervention import INTERVENTION_MODES, InterventionMode
 
 if TYPE_CHECKING:
@@ -70,8 +71,7 @@ class Policy(Protocol):
 
 
 class LearnerLink(Protocol):
-    def add(self, obs: dict, action: np.ndarray, reward: float, next_obs: dict, terminated: bool,
-            truncated: bool, info: dict[str, Any]) -> None: ...
+    def add(self, step: EnvStep) -> None: ...
 
     def sync(self, policy: Policy) -> None: ...
 
@@ -179,12 +179,12 @@ def run_actor(env: gym.Env, policy: Policy, learner: LearnerLink, episodes: int 
             t0 = time.perf_counter()
             action = policy.act(obs)
             stats.policy_time_s.append(time.perf_counter() - t0)
-            next_obs, reward, terminated, truncated, info = env.step(action)
-            executed = info["intervention_action"] if info.get("intervention") else action
-            stats.interventions += int(bool(info.get("intervention")))
-            learner.add(obs, executed, float(reward), next_obs, terminated, truncated, info)
+            step = step_env(env, obs, action)
+            info = step.info
+            stats.interventions += int(step.transition.intervention)
+            learner.add(step)
             learner.sync(policy)
-            obs, done = next_obs, terminated or truncated
+            obs, done = step.transition.next_obs, step.done
             stats.steps += 1
         if done:
             stats.episodes += 1

@@ -18,6 +18,7 @@ from robot_rl.agents.sac import SACAgent
 from robot_rl.data.demos import load_demos
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler
+from robot_rl.data.transition import EXTRAS, episode_extras, step_env
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
@@ -37,7 +38,6 @@ from robot_rl.utils.allocator import retain_freed_memory
 from robot_rl.utils.atomic import atomic_write
 from robot_rl.utils.config_io import from_jsonable
 
-EXTRAS = {"intervention": np.bool_, "grasp_penalty": np.float32}
 CHECKPOINT = "latest.pt"
 DISTRIBUTED_FILE = "distributed.json"
 """Written by ``robot-rl learner`` into its run folder: the link settings, including its ``env_factory``."""
@@ -106,9 +106,7 @@ class Trainer:
         else:
             episodes, source = [], "none"
         for episode in episodes:
-            infos = {k: episode.infos.get(k, np.zeros(len(episode), bool)) for k in ("intervention",)}
-            infos["grasp_penalty"] = np.zeros(len(episode), np.float32)
-            self.demo_replay.add_episode(prepare_demo(dataclasses.replace(episode, infos=infos), cfg))
+            self.demo_replay.add_episode(prepare_demo(episode_extras(episode), cfg))
         self._log_line(f"demos: {source}; {len(self.demo_replay)} demo transitions")
 
     # --- main loop -------------------------------------------------------------------------------------
@@ -135,16 +133,11 @@ class Trainer:
                 action = env.action_space.sample()
             else:
                 action = self.agent.act(obs, deterministic=False)
-            next_obs, reward, terminated, truncated, info = env.step(action)
-            executed = info["intervention_action"] if info.get("intervention") else action
-            extras = {
-                "intervention": bool(info.get("intervention", False)),
-                "grasp_penalty": float(info.get("grasp_penalty", 0.0)),
-            }
-            self.router.add(obs, executed, float(reward), next_obs, terminated, truncated, extras)
-            obs = next_obs
+            step = step_env(env, obs, action)
+            self.router.add(step.transition)
+            obs, info = step.transition.next_obs, step.info
             self.env_steps += 1
-            episode_return += float(reward)
+            episode_return += step.transition.reward
             episode_length += 1
             bar.update(1)
 
@@ -162,7 +155,7 @@ class Trainer:
             if self.env_steps % cfg.eval_every == 0 or self.env_steps == cfg.total_env_steps:
                 self._evaluate()
 
-            if terminated or truncated:
+            if step.done:
                 self.episodes += 1
                 success = bool(info.get("is_success", False))
                 self.run_dir.log(

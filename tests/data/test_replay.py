@@ -9,6 +9,7 @@ import torch
 
 from robot_rl.data.episode import Episode
 from robot_rl.data.replay import ReplayBuffer, ReplayConfig
+from robot_rl.data.transition import EXTRAS
 
 H = W = 8
 A = 2
@@ -18,7 +19,7 @@ SPACE = gym.spaces.Dict(
         "images/wrist": gym.spaces.Box(0, 255, (H, W, 3), np.uint8),
     }
 )
-EXTRAS = {"intervention": np.bool_, "grasp_penalty": np.float32}
+
 NO_EXTRAS = {"intervention": False, "grasp_penalty": 0.0}
 
 

@@ -13,6 +13,7 @@ pytest.importorskip("grpc_tools")
 pytest.importorskip("mujoco")
 
 from robot_rl.data.replay import ReplayBuffer, ReplayConfig
+from robot_rl.data.transition import EXTRAS, Transition
 from robot_rl.distributed.client import ActorClient
 from robot_rl.distributed.config import LearnerConfig, LinkConfig
 from robot_rl.distributed.learner import Learner
@@ -20,7 +21,6 @@ from robot_rl.sim.registry import make_expert
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import make_training_env
 from robot_rl.training.hil import make_router
-from robot_rl.training.loop import EXTRAS
 
 Step = tuple[dict, np.ndarray, float, dict, bool, bool, dict]
 
@@ -83,7 +83,7 @@ def test_learner_replay_equals_one_process_replay(tmp_path: Path, n_step: int) -
     learner, train, online, demo = learner_and_one_process(tmp_path, n_step)
     router = make_router(train, online, demo)  # one process: robot-rl train's router, step by step
     for step in steps:
-        router.add(*step)
+        router.add(Transition(*step))
     router.flush()
 
     # The split: the actor's client encodes records; the learner ingests them as a push would deliver them.
@@ -116,7 +116,7 @@ def test_two_actors_interleaved_give_one_process_transitions(tmp_path: Path) -> 
     for name, seed in (("actor-a", 0), ("actor-b", 1)):
         steps = pick_cube_steps(seed)
         for step in steps:
-            router.add(*step)
+            router.add(Transition(*step))
         actors[name] = (steps, ActorClient(LinkConfig(), name, learner.spec, "t" * 16))
         learner.ingestor.hello(name, "session", 1)
     router.flush()

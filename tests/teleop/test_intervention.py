@@ -7,19 +7,13 @@ import numpy as np
 import pytest
 
 from robot_rl.data.replay import ReplayBuffer, ReplayConfig
-from robot_rl.data.routing import (
-    RLIFLabeler,
-    Transition,
-    TransitionRouter,
-    rlif_rewards,
-    takeover_steps,
-)
+from robot_rl.data.routing import RLIFLabeler, TransitionRouter, rlif_rewards, takeover_steps
+from robot_rl.data.transition import EXTRAS, Transition
 from robot_rl.teleop.base import Buttons, MockTeleop, TeleopCommand
 from robot_rl.teleop.intervention import InterventionConfig, InterventionWrapper
 
 HUMAN = np.array([0.0, 0.5, 0.0, 0.0, 0.0, 0.0, -1.0], np.float32)
 POLICY = np.array([0.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float32)
-EXTRAS = {"intervention": np.bool_, "grasp_penalty": np.float32}
 
 
 class CountEnv(gym.Env):
@@ -63,8 +57,8 @@ def rollout(env: gym.Env, router: TransitionRouter | None = None) -> list[tuple]
         executed = info["intervention_action"] if info["intervention"] else POLICY
         steps.append((reward, terminated, truncated, info))
         if router is not None:
-            router.add(obs, executed, reward, next_obs, terminated, truncated,
-                       {"intervention": info["intervention"], "grasp_penalty": 0.0})
+            router.add(Transition(obs, executed, reward, next_obs, terminated, truncated,
+                                  {"intervention": info["intervention"], "grasp_penalty": 0.0}))
         obs, done = next_obs, terminated or truncated
     return steps
 
@@ -145,7 +139,7 @@ def test_router_flush_closes_open_segments() -> None:
     router = TransitionRouter(online, demo, rlif_penalty=-1.0)
     obs = {"state": np.zeros(2, np.float32)}
     nxt = {"state": np.ones(2, np.float32)}
-    router.add(obs, HUMAN, 0.0, nxt, False, False, {"intervention": True, "grasp_penalty": 0.0})
+    router.add(Transition(obs, HUMAN, 0.0, nxt, False, False, {"intervention": True, "grasp_penalty": 0.0}))
     assert online.num_records == 0  # held back one step (its reward may still change)
     router.flush()
     assert online.episode_open and not demo.episode_open and len(demo) == 1
