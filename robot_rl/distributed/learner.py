@@ -21,15 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from robot_rl.agents.sac import SACAgent
-from robot_rl.data.demos import load_demos
-from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.routing import TransitionRouter, rlif_rewards
-from robot_rl.data.sampler import MixedSampler
 from robot_rl.data.spaces import describe_space
-from robot_rl.data.transition import EXTRAS, Transition, episode_extras, typed_extras
+from robot_rl.data.transition import Transition, typed_extras
 from robot_rl.distributed.assembler import AssembledEpisode
 from robot_rl.distributed.codec import dump_weights
 from robot_rl.distributed.config import LearnerConfig
@@ -38,13 +33,11 @@ from robot_rl.distributed.prior import load_prior_episodes
 from robot_rl.distributed.replay_log import ReplayLog
 from robot_rl.distributed.server import LinkServer
 from robot_rl.distributed.spec import classifier_digest, env_spec
-from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
-from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
-from robot_rl.training.hil import RLIF_PENALTY, make_router, prepare_demo
-from robot_rl.training.loop import CHECKPOINT, DISTRIBUTED_FILE, load_run_config
-from robot_rl.training.record import demo_summary, record_scripted_demos
-from robot_rl.training.run_dir import RunDir, read_checkpoint
-from robot_rl.utils.allocator import retain_freed_memory
+from robot_rl.training.core import CHECKPOINT, DISTRIBUTED_FILE, LearnerCore, resumed_config, start_process
+from robot_rl.training.env_factory import make_env_from_config
+from robot_rl.training.evaluate import EvalResult
+from robot_rl.training.hil import RLIF_PENALTY, make_router
+from robot_rl.training.run_dir import RunDir
 from robot_rl.utils.atomic import atomic_write
 from robot_rl.utils.config_io import to_jsonable
 
@@ -63,7 +56,7 @@ def actors_ahead(taken: int, update_calls: int, learning_starts: int, ratio: flo
     return taken - learning_starts + 1 - update_calls / ratio > lead
 
 
-class Learner:
+class Learner(LearnerCore):
     """``start()`` serves, ``run()`` trains until the budget or ``stop()``, ``close()`` flushes and
     checkpoints."""
 
@@ -73,35 +66,21 @@ class Learner:
         self.resuming = (path / DISTRIBUTED_FILE).exists()
         if t.resume is not None and not self.resuming:
             raise FileNotFoundError(f"--resume {path}: not a distributed run folder (no {DISTRIBUTED_FILE})")
-        if self.resuming:  # the run's own config wins; only the budget and cosmetics may change
-            saved = load_run_config(path)
-            t = dataclasses.replace(
-                saved, run_dir=path, resume=None, total_env_steps=t.total_env_steps, progress=t.progress
-            )
-        else:
-            t = dataclasses.replace(t, run_dir=path)
+        t = resumed_config(t, path) if self.resuming else dataclasses.replace(t, run_dir=path)
         self.config = cfg = dataclasses.replace(config, train=t)
-        self.train = t
         self._token = token or cfg.link.token()
-        torch.set_num_threads(max(1, t.torch_threads))
-        retain_freed_memory(t.retained_heap_mb)
-        torch.manual_seed(t.seed)
-        self.run_dir = RunDir(path)
+        start_process(t)
         self.env = make_env_from_config(t, env_factory=cfg.env_factory, env_kwargs=cfg.env_kwargs)
         self.spec = env_spec(self.env, cfg.env_factory or t.task, t.dense_reward, t.intervention_mode,
                              classifier_digest(t.reward_classifier))
         self.eval_env = self.env if cfg.evaluate else None
         space, action_space = self.env.observation_space, self.env.action_space
         action_dim = action_space.shape[0]
-        self.agent = SACAgent(t.agent, space, action_space, device=t.device, seed=t.seed)
-        self.replay = ReplayBuffer(space, action_dim, t.replay, extras_keys=EXTRAS, seed=t.seed)
-        self.demo_replay = ReplayBuffer(space, action_dim, t.replay, extras_keys=EXTRAS, seed=t.seed + 1)
-        self.sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
+        super().__init__(t, space, action_space, RunDir(path))
         self._replay_lock = threading.Lock()
-        self.env_steps = self.episodes = self.updates = self.update_calls = self.weights_version = 0
+        self.weights_version = 0
         self._published_updates = -1
         self._events: deque[tuple[int, dict[str, float]]] = deque()  # ingest threads -> main thread
-        self.last_eval: EvalResult | None = None
         self._stop = threading.Event()
         self._fatal: BaseException | None = None
         if not self.resuming:
@@ -113,7 +92,7 @@ class Learner:
         self._routers: dict[str, TransitionRouter] = {}  # per actor: its replay streams, RLIF labels
         self.ingestor = Ingestor(space, action_dim, self.replay_log, self._on_episode, self._on_step, self._on_cut)
         if self.resuming:
-            self._load_checkpoint()
+            self._restore_model()
             n = self.ingestor.restore(cfg.skip_corrupt_chunks)
             log.info(
                 "resumed %s: %d records from the replay log -> %d transitions in %d episodes, %d updates",
@@ -191,25 +170,14 @@ class Learner:
         )
 
     def _load_demos(self) -> None:
-        t, cfg = self.train, self.config
-        recorded = self.run_dir.path / "demos"
-        if t.demos is not None:
-            episodes, source = load_demos(t.demos), str(t.demos)
-        elif (recorded / "meta.json").exists():
-            episodes, source = load_demos(recorded), str(recorded)
-        elif t.scripted_demos > 0 and cfg.env_factory is None and is_robot_rl_task(t.task):
-            episodes, stats = record_scripted_demos(
-                self.env, t.task, t.scripted_demos, recorded, noise_std=t.demo_noise, seed=t.seed
-            )
-            source = f"{demo_summary(stats, t.scripted_demos, t.demo_noise)} -> {recorded}"
-        else:
-            episodes, source = [], "none"
+        """Demos (recorded once into the run folder, so a restart loads the same ones) and prior runs' replay."""
+        cfg = self.config
+        episodes, source = self.demo_episodes(self.env if cfg.env_factory is None else None)
         for run in cfg.prior_replay:
             prior = load_prior_episodes(run, self.env.observation_space, self.env.action_space.shape[0])
             episodes = [*episodes, *prior]
             source += f"; {len(prior)} prior episodes from {run}"
-        for episode in episodes:
-            self.demo_replay.add_episode(episode_extras(prepare_demo(episode, t)))
+        self.add_demos(episodes)
         log.info("demos/prior: %s; %d transitions", source, len(self.demo_replay))
 
     def _sample(self) -> Any:
@@ -306,12 +274,7 @@ class Learner:
         return self.last_eval
 
     def _update(self) -> None:
-        """One ``agent.update`` (``utd_ratio`` critic updates and an actor update) on a mixed batch."""
-        metrics = self.agent.update(self._sample)
-        self.update_calls += 1
-        self.updates += self.train.agent.utd_ratio
-        if self.update_calls % 250 == 0:
-            self.run_dir.log("train", self.env_steps, metrics)
+        self.update(self._sample)
 
     def update_if_due(self) -> bool:
         """One update if the received transitions are owed one (``max_update_ratio``); False if not."""
@@ -388,40 +351,23 @@ class Learner:
         assert self.eval_env is not None
         if self.config.max_actor_lead > 0:  # no updates while evaluating: paced actors wait meanwhile
             self.server.hold = True
-        t = self.train
-        result = evaluate(
-            lambda o: self.agent.act(o, deterministic=True), self.eval_env, t.eval_episodes, EVAL_SEED_BASE
-        )
-        self.last_eval = result
+        result = self.evaluate(self.eval_env)
         self.server.hold = False  # the run loop holds the actors again if they are still ahead of the updates
-        self.run_dir.log("eval", self.env_steps, result.metrics())
-        self.run_dir.plot_learning_curve()
         log.info("[%d transitions] eval: %s", self.env_steps, result.summary())
 
     # --------------------------------------------------------------------------------------- checkpoints
-    def save_checkpoint(self) -> Path:
-        """Agent (networks, optimisers, RNG) + counters, atomically. The replay is in the replay log."""
-        state = {
-            "agent": self.agent.state_dict(),
-            "env_steps": self.env_steps,
-            "episodes": self.episodes,
-            "updates": self.updates,
-            "update_calls": self.update_calls,
-            "weights_version": self.weights_version,
-            "torch_rng": torch.get_rng_state(),
-        }
-        self.run_dir.checkpoints.mkdir(parents=True, exist_ok=True)
-        final = self.run_dir.checkpoints / CHECKPOINT
-        atomic_write(final, lambda f: torch.save(state, f))
-        return final
+    def save_checkpoint(self, extra: dict[str, Any] | None = None, with_replay: bool = False) -> Path:
+        """Model, optimisers and counters; the replay is in the replay log."""
+        return super().save_checkpoint({"weights_version": self.weights_version, **(extra or {})}, with_replay)
 
-    def _load_checkpoint(self) -> None:
-        path = self.run_dir.checkpoints / CHECKPOINT
-        if not path.exists():
-            log.warning("%s: no checkpoint yet; the model starts fresh (the replay log is still used)", path)
+    def _restore_model(self) -> None:
+        """Model, optimisers and update counters from the checkpoint; the transitions and episodes come from the
+        replay log (``Ingestor.restore``), which may hold more than the checkpoint saw."""
+        steps, episodes = self.env_steps, self.episodes
+        state = self.load_checkpoint(with_replay=False)
+        if state is None:
+            log.warning("%s: no checkpoint yet; the model starts fresh (the replay log is still used)",
+                        self.run_dir.checkpoints / CHECKPOINT)
             return
-        state = read_checkpoint(path, self.train.device)
-        self.agent.load_state_dict(state["agent"])
-        self.updates, self.update_calls = int(state["updates"]), int(state.get("update_calls", 0))
+        self.env_steps, self.episodes = steps, episodes
         self.weights_version = int(state.get("weights_version", 0))
-        torch.set_rng_state(state["torch_rng"])

@@ -1,8 +1,8 @@
-"""Single-process off-policy training: env -> agent -> replay -> updates, with evaluation and checkpoints."""
+"""``robot-rl train``: the single-process loop (env -> agent -> replay -> updates) on the learner core, and
+``load_agent``, the agent of a finished run for evaluation and deployment."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -11,109 +11,68 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from tqdm import tqdm
 
 from robot_rl.agents.sac import SACAgent
-from robot_rl.data.demos import load_demos
-from robot_rl.data.replay import ReplayBuffer
-from robot_rl.data.sampler import MixedSampler
-from robot_rl.data.transition import EXTRAS, episode_extras, step_env
+from robot_rl.data.transition import step_env
 from robot_rl.training.config import TrainConfig
+from robot_rl.training.core import (
+    CHECKPOINT,
+    DISTRIBUTED_FILE,
+    LearnerCore,
+    load_run_config,
+    resumed_config,
+    start_process,
+)
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
-from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
+from robot_rl.training.evaluate import TRAIN_SEED_BASE, EvalResult
 from robot_rl.training.hil import (
     check_rlif_has_device,
     episode_metrics,
     few_critics_warning,
     make_router,
-    prepare_demo,
     teleop_device,
     without_teleop,
     wrap_training_env,
 )
-from robot_rl.training.record import demo_summary, record_scripted_demos
 from robot_rl.training.run_dir import RunDir, read_checkpoint
-from robot_rl.utils.allocator import retain_freed_memory
-from robot_rl.utils.atomic import atomic_write
-from robot_rl.utils.config_io import from_jsonable
-
-CHECKPOINT = "latest.pt"
-DISTRIBUTED_FILE = "distributed.json"
-"""Written by ``robot-rl learner`` into its run folder: the link settings, including its ``env_factory``."""
 
 
-def load_run_config(run: Path) -> TrainConfig:
-    return from_jsonable(TrainConfig, RunDir(run).read_config(), where=f"{run}/config.json")
-
-
-class Trainer:
-    """Owns env, agent, replay and the run folder. ``run()`` trains to ``total_env_steps``."""
+class Trainer(LearnerCore):
+    """The single-process runner: env, agent, replay and the run folder. ``run()`` trains to
+    ``total_env_steps``."""
 
     def __init__(self, config: TrainConfig) -> None:
         if config.resume is not None:
-            resume_dir = Path(config.resume)
-            saved = load_run_config(resume_dir)
-            # The run's own config wins; only the budget and cosmetic flags may change on resume.
-            config = dataclasses.replace(
-                saved,
-                resume=resume_dir,
-                run_dir=resume_dir,
-                total_env_steps=config.total_env_steps,
-                progress=config.progress,
-            )
-        self.config = cfg = config
-        check_rlif_has_device(cfg)
-        torch.set_num_threads(max(1, cfg.torch_threads))
-        retain_freed_memory(cfg.retained_heap_mb)
-        torch.manual_seed(cfg.seed)
-        self.run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.task, cfg.obs))
+            config = resumed_config(config, Path(config.resume))
+        check_rlif_has_device(config)
+        start_process(config)
+        cfg = config
         self.env = wrap_training_env(make_env_from_config(cfg, training=True), cfg)  # teleop / reward classifier
         want_video = cfg.video == "on" or (cfg.video == "auto" and cfg.obs == "pixels")
         self.record_video = want_video and is_robot_rl_task(cfg.task)
         self.eval_env = make_env_from_config(cfg, render_mode="rgb_array" if self.record_video else None)
-        space, action_dim = self.env.observation_space, self.env.action_space.shape[0]
-        self.agent = SACAgent(cfg.agent, space, self.env.action_space, device=cfg.device, seed=cfg.seed)
-        self.replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed)
-        self.demo_replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed + 1)
-        self.sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
+        run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.task, cfg.obs))
+        super().__init__(cfg, self.env.observation_space, self.env.action_space, run_dir)
         self.router = make_router(cfg, self.replay, self.demo_replay)  # interventions -> demos; RLIF labels
-        self.env_steps = self.episodes = self.updates = 0
-        self.last_eval: EvalResult | None = None
-        self._rng = np.random.default_rng(cfg.seed)
 
         if cfg.resume is not None:
-            self._load_checkpoint()
+            if self.load_checkpoint() is None:
+                raise FileNotFoundError(f"--resume {run_dir.path}: no checkpoint at {run_dir.checkpoints / CHECKPOINT}")
+            self._log_line(f"resumed {run_dir.path} at {self.env_steps} env steps, {len(self.replay)} transitions")
         else:
-            self.run_dir.create(cfg)
-            self._load_demos()
+            run_dir.create(cfg)
+            episodes, source = self.demo_episodes(without_teleop(self.env))  # the corrector watches training only
+            self.add_demos(episodes)
+            self._log_line(f"demos: {source}; {len(self.demo_replay)} demo transitions")
         if advice := few_critics_warning(cfg):
             self._log_line(advice)
-
-    # --- data ------------------------------------------------------------------------------------------
-    def _load_demos(self) -> None:
-        cfg = self.config
-        if cfg.demos is not None:
-            episodes = load_demos(cfg.demos)
-            source = str(cfg.demos)
-        elif cfg.scripted_demos > 0 and is_robot_rl_task(cfg.task):
-            out = self.run_dir.path / "demos"
-            episodes, stats = record_scripted_demos(  # the corrector watches training, not the expert
-                without_teleop(self.env), cfg.task, cfg.scripted_demos, out, noise_std=cfg.demo_noise,
-                seed=cfg.seed,
-            )
-            source = f"{demo_summary(stats, cfg.scripted_demos, cfg.demo_noise)} -> {out}"
-        else:
-            episodes, source = [], "none"
-        for episode in episodes:
-            self.demo_replay.add_episode(prepare_demo(episode_extras(episode), cfg))
-        self._log_line(f"demos: {source}; {len(self.demo_replay)} demo transitions")
 
     # --- main loop -------------------------------------------------------------------------------------
     def run(self, should_stop: Callable[[], bool] = lambda: False) -> EvalResult | None:
         """Train to ``total_env_steps``, or until ``should_stop()`` (Ctrl-C): either way the steps so far are kept
         (an open episode bootstrapped, as at the budget) and checkpointed, so ``--resume`` loses nothing."""
-        cfg = self.config
+        cfg = self.train
         env = self.env
         obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
         episode_return, episode_length = 0.0, 0
@@ -143,12 +102,9 @@ class Trainer:
 
             if self.env_steps >= cfg.learning_starts and len(self.replay) > 0:
                 start = time.perf_counter()
-                metrics = self.agent.update(lambda: self.sampler.sample(cfg.batch_size, cfg.device))
-                if self.updates > updates_at_start:  # updates/s leaves out the first (compiling) call
+                self.update()
+                if self.updates > updates_at_start + cfg.agent.utd_ratio:  # leave out the first (compiling) call
                     update_time += time.perf_counter() - start
-                self.updates += cfg.agent.utd_ratio
-                if self.env_steps % 250 == 0:
-                    self.run_dir.log("train", self.env_steps, metrics)
 
             if self.env_steps % cfg.checkpoint_every == 0:
                 checkpoint_due = True
@@ -187,20 +143,10 @@ class Trainer:
         return "-" if self.last_eval is None else f"{self.last_eval.success_rate:.0%}"
 
     def _evaluate(self) -> None:
-        cfg = self.config
         frames: list[np.ndarray] | None = [] if self.record_video else None
-        result = evaluate(
-            lambda o: self.agent.act(o, deterministic=True),
-            self.eval_env,
-            cfg.eval_episodes,
-            EVAL_SEED_BASE,
-            frames=frames,
-        )
-        self.last_eval = result
-        self.run_dir.log("eval", self.env_steps, result.metrics())
+        result = self.evaluate(self.eval_env, frames)
         if frames:
             self.run_dir.save_video(frames, f"eval_{self.env_steps:07d}", fps=self._fps())
-        self.run_dir.plot_learning_curve()
         self._log_line(f"[{self.env_steps} steps] eval: {result.summary()}")
 
     def _fps(self) -> float:
@@ -208,44 +154,10 @@ class Trainer:
 
     def _log_line(self, text: str) -> None:
         """Milestones (demos, evaluations, resume) are printed with or without the progress bar."""
-        if self.config.progress:
+        if self.train.progress:
             tqdm.write(text)
         else:
             print(text, flush=True)
-
-    # --- checkpoints -----------------------------------------------------------------------------------
-    def save_checkpoint(self) -> Path:
-        """Agent + optimisers + counters + replay, each written to a temp name then renamed."""
-        ckpt_dir = self.run_dir.checkpoints
-        ckpt_dir.mkdir(parents=True, exist_ok=True)
-        self.replay.save(ckpt_dir / "replay.npz")
-        self.demo_replay.save(ckpt_dir / "demo_replay.npz")
-        state: dict[str, Any] = {
-            "agent": self.agent.state_dict(),
-            "env_steps": self.env_steps,
-            "episodes": self.episodes,
-            "updates": self.updates,
-            "torch_rng": torch.get_rng_state(),
-            "numpy_rng": self._rng.bit_generator.state,
-        }
-        return atomic_write(ckpt_dir / CHECKPOINT, lambda f: torch.save(state, f))
-
-    def _load_checkpoint(self) -> None:
-        ckpt_dir = self.run_dir.checkpoints
-        path = ckpt_dir / CHECKPOINT
-        if not path.exists():
-            raise FileNotFoundError(f"--resume {self.run_dir.path}: no checkpoint at {path}")
-        state = read_checkpoint(path, self.config.device)
-        self.agent.load_state_dict(state["agent"])
-        self.env_steps, self.episodes, self.updates = state["env_steps"], state["episodes"], state["updates"]
-        torch.set_rng_state(state["torch_rng"])
-        self._rng.bit_generator.state = state["numpy_rng"]
-        self.replay.load(ckpt_dir / "replay.npz")
-        self.demo_replay.load(ckpt_dir / "demo_replay.npz")
-        self._log_line(
-            f"resumed {self.run_dir.path} at {self.env_steps} env steps, {len(self.replay)} transitions"
-        )
-
 
 def _run_env(run: Path, cfg: TrainConfig) -> Any:
     """The env whose spaces the run's agent was built for: a learner's ``env_factory`` (a real arm's spec env)

@@ -1,0 +1,165 @@
+"""``LearnerCore``: what every runner that trains an agent owns, in one place.
+
+The agent, the online and demo replays, the 50/50 sampler, the run folder and the counters; loading demos
+(a folder, the run's own recorded demos, or the scripted expert's) and prior runs; one update; evaluation;
+the checkpoint (its format, its atomic write, resume). ``Trainer`` (``robot-rl train``: one process, env in
+the loop) and ``Learner`` (``robot-rl learner``: transitions arrive over gRPC) are thin loops around it and
+differ only in where experience comes from and when they update, evaluate and checkpoint.
+
+Seams for extensions: ``SACAgent.batch_transform`` (symmetry augmentation) is passed in at construction;
+``sampler`` is anything with ``sample(batch_size, device) -> Batch`` (a device-resident replay can stand in).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from robot_rl.agents.sac import SACAgent
+from robot_rl.data.batch import Batch
+from robot_rl.data.demos import load_demos
+from robot_rl.data.episode import Episode
+from robot_rl.data.replay import ReplayBuffer
+from robot_rl.data.sampler import MixedSampler
+from robot_rl.data.transition import EXTRAS, episode_extras
+from robot_rl.training.config import TrainConfig
+from robot_rl.training.env_factory import is_robot_rl_task
+from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
+from robot_rl.training.hil import prepare_demo
+from robot_rl.training.record import demo_summary, record_scripted_demos
+from robot_rl.training.run_dir import RunDir, read_checkpoint
+from robot_rl.utils.allocator import retain_freed_memory
+from robot_rl.utils.atomic import atomic_write
+from robot_rl.utils.config_io import from_jsonable
+
+CHECKPOINT = "latest.pt"
+CHECKPOINT_FORMAT = 2
+"""Version of the checkpoint layout. 1: no ``format`` key (loads; its unused numpy RNG state is ignored)."""
+DISTRIBUTED_FILE = "distributed.json"
+"""Written by ``robot-rl learner`` into its run folder: the link settings, including its ``env_factory``."""
+TRAIN_LOG_EVERY = 250
+"""Update calls between rows of training metrics in the run log."""
+
+
+def load_run_config(run: Path) -> TrainConfig:
+    return from_jsonable(TrainConfig, RunDir(run).read_config(), where=f"{run}/config.json")
+
+
+def resumed_config(requested: TrainConfig, run: Path) -> TrainConfig:
+    """The config a resumed run continues with: the run's own (agent, task, data: what its checkpoint and replay
+    were made with); only the step budget and the progress display may change."""
+    saved = load_run_config(run)
+    return dataclasses.replace(saved, run_dir=run, resume=requested.resume,
+                               total_env_steps=requested.total_env_steps, progress=requested.progress)
+
+
+def start_process(config: TrainConfig) -> None:
+    """Process-wide settings of a training process: thread count, allocator, global torch seed."""
+    torch.set_num_threads(max(1, config.torch_threads))
+    retain_freed_memory(config.retained_heap_mb)
+    torch.manual_seed(config.seed)
+
+
+class LearnerCore:
+    def __init__(self, config: TrainConfig, observation_space: gym.spaces.Dict, action_space: gym.spaces.Box,
+                 run_dir: RunDir, batch_transform: Callable[[Batch], Batch] | None = None) -> None:
+        self.train = cfg = config
+        self.run_dir = run_dir
+        self.agent = SACAgent(cfg.agent, observation_space, action_space, device=cfg.device, seed=cfg.seed,
+                              batch_transform=batch_transform)
+        action_dim = action_space.shape[0]
+        self.replay = ReplayBuffer(observation_space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed)
+        self.demo_replay = ReplayBuffer(observation_space, action_dim, cfg.replay, extras_keys=EXTRAS,
+                                        seed=cfg.seed + 1)
+        self.sampler: Any = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
+        self.env_steps = self.episodes = self.updates = self.update_calls = 0
+        self.last_eval: EvalResult | None = None
+
+    # ------------------------------------------------------------------------------------------------ data
+    def demo_episodes(self, record_env: gym.Env | None) -> tuple[list[Episode], str]:
+        """The demos of this run and where they came from: ``demos`` if given, else the ones this run recorded
+        before (a resumed learner), else ``scripted_demos`` recorded now with the task's expert in
+        ``record_env`` (None: this run cannot record, e.g. a real arm's env)."""
+        cfg = self.train
+        recorded = self.run_dir.path / "demos"
+        if cfg.demos is not None:
+            return load_demos(cfg.demos), str(cfg.demos)
+        if (recorded / "meta.json").exists():
+            return load_demos(recorded), str(recorded)
+        if cfg.scripted_demos > 0 and record_env is not None and is_robot_rl_task(cfg.task):
+            episodes, stats = record_scripted_demos(record_env, cfg.task, cfg.scripted_demos, recorded,
+                                                    noise_std=cfg.demo_noise, seed=cfg.seed)
+            return episodes, f"{demo_summary(stats, cfg.scripted_demos, cfg.demo_noise)} -> {recorded}"
+        return [], "none"
+
+    def add_demos(self, episodes: Sequence[Episode]) -> None:
+        for episode in episodes:
+            self.demo_replay.add_episode(episode_extras(prepare_demo(episode, self.train)))
+
+    # ---------------------------------------------------------------------------------------------- update
+    def update(self, sample: Callable[[], Batch] | None = None) -> dict[str, float]:
+        """One ``agent.update`` (``utd_ratio`` critic steps and an actor step) on mixed batches."""
+        cfg = self.train
+        metrics = self.agent.update(sample or (lambda: self.sampler.sample(cfg.batch_size, cfg.device)))
+        self.update_calls += 1
+        self.updates += cfg.agent.utd_ratio
+        if self.update_calls % TRAIN_LOG_EVERY == 0:
+            self.run_dir.log("train", self.env_steps, metrics)
+        return metrics
+
+    def evaluate(self, env: gym.Env, frames: list[np.ndarray] | None = None) -> EvalResult:
+        """Deterministic success on the held-out evaluation seeds, logged and plotted."""
+        result = evaluate(lambda o: self.agent.act(o, deterministic=True), env, self.train.eval_episodes,
+                          EVAL_SEED_BASE, frames=frames)
+        self.last_eval = result
+        self.run_dir.log("eval", self.env_steps, result.metrics())
+        self.run_dir.plot_learning_curve()
+        return result
+
+    # ----------------------------------------------------------------------------------------- checkpoints
+    def save_checkpoint(self, extra: dict[str, Any] | None = None, with_replay: bool = True) -> Path:
+        """Agent (networks, optimisers, RNGs), counters and ``extra``, each file written atomically; the replays
+        too unless the runner keeps them elsewhere (the learner's replay log)."""
+        ckpt_dir = self.run_dir.checkpoints
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+        if with_replay:
+            self.replay.save(ckpt_dir / "replay.npz")
+            self.demo_replay.save(ckpt_dir / "demo_replay.npz")
+        state: dict[str, Any] = {
+            "format": CHECKPOINT_FORMAT,
+            "agent": self.agent.state_dict(),
+            "env_steps": self.env_steps,
+            "episodes": self.episodes,
+            "updates": self.updates,
+            "update_calls": self.update_calls,
+            "torch_rng": torch.get_rng_state(),
+            **(extra or {}),
+        }
+        return atomic_write(ckpt_dir / CHECKPOINT, lambda f: torch.save(state, f))
+
+    def load_checkpoint(self, with_replay: bool = True) -> dict[str, Any] | None:
+        """Restore what ``save_checkpoint`` wrote (None if there is no checkpoint yet); returns the whole state
+        for the runner's own entries."""
+        path = self.run_dir.checkpoints / CHECKPOINT
+        if not path.exists():
+            return None
+        state = read_checkpoint(path, self.train.device)
+        version = int(state.get("format", 1))
+        if version > CHECKPOINT_FORMAT:
+            raise ValueError(f"{path}: checkpoint format {version} is newer than this robot_rl reads "
+                             f"(format {CHECKPOINT_FORMAT}); upgrade robot_rl to resume it")
+        self.agent.load_state_dict(state["agent"])
+        self.env_steps, self.episodes = int(state["env_steps"]), int(state["episodes"])
+        self.updates = int(state["updates"])
+        self.update_calls = int(state.get("update_calls", self.updates // self.train.agent.utd_ratio))
+        torch.set_rng_state(state["torch_rng"])
+        if with_replay:
+            self.replay.load(self.run_dir.checkpoints / "replay.npz")
+            self.demo_replay.load(self.run_dir.checkpoints / "demo_replay.npz")
+        return state

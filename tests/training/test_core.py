@@ -1,0 +1,73 @@
+"""The learner core under ``robot-rl train``: resuming continues exactly where an uninterrupted run would be,
+and checkpoints of every format this version reads load (a newer one is refused by its format number)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from robot_rl.agents.config import SACConfig
+from robot_rl.training.config import TrainConfig
+from robot_rl.training.core import CHECKPOINT, CHECKPOINT_FORMAT
+from robot_rl.training.loop import Trainer
+
+EPISODE = 80  # two of reach's 40-step episodes: the interruption falls on an episode boundary
+
+
+def tiny(run: Path, steps: int, resume: Path | None = None) -> TrainConfig:
+    return TrainConfig(task="reach", total_env_steps=steps, learning_starts=50, batch_size=32, eval_every=10_000,
+                       eval_episodes=1, checkpoint_every=10_000, scripted_demos=2, seed=3, torch_threads=1,
+                       progress=False, run_dir=run, resume=resume,
+                       agent=SACConfig(num_critics=2, hidden_dims=(32, 32), utd_ratio=2))
+
+
+def parameters(trainer: Trainer) -> dict[str, torch.Tensor]:
+    state = trainer.agent.state_dict()["modules"]
+    return {f"{m}.{k}": v.clone() for m, sd in state.items() for k, v in sd.items()}
+
+
+def test_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    whole = Trainer(tiny(tmp_path / "whole", 2 * EPISODE))
+    whole.run()
+    first = Trainer(tiny(tmp_path / "split", EPISODE))
+    first.run()
+    assert first.episodes == 2, "the seeded case must end its first episode exactly at the interruption"
+    second = Trainer(tiny(tmp_path / "ignored", 2 * EPISODE, resume=tmp_path / "split"))
+    assert (second.env_steps, second.updates) == (EPISODE, first.updates)
+    second.run()
+
+    assert (second.env_steps, second.episodes, second.updates) == (whole.env_steps, whole.episodes, whole.updates)
+    expected, got = parameters(whole), parameters(second)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        torch.testing.assert_close(got[name], expected[name], rtol=0, atol=0, msg=name)
+    assert second.agent.log_alpha.item() == whole.agent.log_alpha.item()
+    assert len(second.replay) == len(whole.replay)
+
+
+def test_a_checkpoint_without_a_format_number_loads(tmp_path: Path) -> None:
+    """The layout before checkpoints carried a format number (it also held an unused numpy RNG state)."""
+    trainer = Trainer(tiny(tmp_path / "run", 60))
+    trainer.run()
+    path = tmp_path / "run" / "checkpoints" / CHECKPOINT
+    state = torch.load(path, weights_only=False)
+    old = {k: v for k, v in state.items() if k not in ("format", "update_calls")}
+    old["numpy_rng"] = {"bit_generator": "PCG64", "state": {"state": 1, "inc": 1}}
+    torch.save(old, path)
+    resumed = Trainer(tiny(tmp_path / "x", 80, resume=tmp_path / "run"))
+    assert (resumed.env_steps, resumed.updates) == (60, trainer.updates)
+    assert resumed.update_calls == trainer.updates // 2
+    resumed.run()
+    assert torch.load(path, weights_only=False)["format"] == CHECKPOINT_FORMAT
+
+
+def test_a_newer_checkpoint_format_is_refused_by_number(tmp_path: Path) -> None:
+    Trainer(tiny(tmp_path / "run", 60)).run()
+    path = tmp_path / "run" / "checkpoints" / CHECKPOINT
+    state = torch.load(path, weights_only=False)
+    torch.save({**state, "format": CHECKPOINT_FORMAT + 7}, path)
+    with pytest.raises(ValueError, match=rf"checkpoint format {CHECKPOINT_FORMAT + 7} is newer .*format "
+                                         rf"{CHECKPOINT_FORMAT}"):
+        Trainer(tiny(tmp_path / "x", 80, resume=tmp_path / "run"))
