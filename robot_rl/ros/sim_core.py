@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from robot_rl.envs.geometry import matrix_to_rotvec, rotation_angle_between, rotvec_to_matrix
+from robot_rl.safety.gate import limit_reference
 from robot_rl.sim import make_env
 from robot_rl.sim.arm import FINGER_MAX_OPENING_M
 from robot_rl.sim.rendering import CameraRenderer
@@ -66,14 +66,9 @@ class SimArm:
 
     def _apply_target(self) -> None:
         """Error clipping: the reference used by the controller stays near the measured TCP."""
-        pos, rot = self._target  # type: ignore[misc]
-        tcp_pos, tcp_rot = self.scene.tcp_pos(), self.scene.tcp_mat()
-        lim_m, lim_rad = self.cfg.max_target_error_m, self.cfg.max_target_error_rad
-        ref_pos = tcp_pos + np.clip(pos - tcp_pos, -lim_m, lim_m)
-        if rotation_angle_between(rot, tcp_rot) > lim_rad:
-            err = matrix_to_rotvec(rot @ tcp_rot.T)
-            rot = rotvec_to_matrix(err * (lim_rad / np.linalg.norm(err))) @ tcp_rot
-        self.scene.set_target(ref_pos, rot)
+        measured = (self.scene.tcp_pos(), self.scene.tcp_mat())
+        ref_pos, ref_rot, _ = limit_reference(self._target, measured, self.cfg.safety)  # type: ignore[arg-type]
+        self.scene.set_target(ref_pos, ref_rot)
 
     def advance(self, dt_s: float) -> int:
         """Step physics by ``dt_s`` of simulated time (whole physics steps; the remainder carries over)."""

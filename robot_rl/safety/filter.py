@@ -38,13 +38,13 @@ from typing import Literal
 import numpy as np
 
 from robot_rl.envs.contract import ACTION_DIM, GRIPPER_CLOSE_THRESHOLD, GRIPPER_OPEN_THRESHOLD
-from robot_rl.envs.geometry import matrix_to_rotvec, rotation_angle_between, rotvec_to_matrix
+from robot_rl.envs.geometry import rotation_angle_between, rotvec_to_matrix
 from robot_rl.safety.config import MAX_REACH_M, SafetyLimits
+from robot_rl.safety.gate import limit_tilt, pose_step, step_toward, tool_tilt
 
 Kind = Literal["pose", "velocity"]
 State = Literal["inactive", "holding", "active", "faulted", "estopped"]
 STATES: tuple[State, ...] = ("inactive", "holding", "active", "faulted", "estopped")
-_DOWN = np.array([0.0, 0.0, -1.0])
 _EYE = np.eye(3)
 READING_SLACK_M = 0.01
 """Noise and delivery jitter allowed on top of ``max_measured_speed_m_s`` (readings batched by a stall arrive
@@ -397,26 +397,7 @@ class SafetyFilter:
         return sent
 
     def _continue(self, pos: np.ndarray, rot: np.ndarray, reasons: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The last commanded target moved toward (pos, rot) by at most the per-command step limits, inside the
-        box, with the tool inside the tilt cone. The last target is inside both, so the result is too."""
-        lim = self.limits
-        if self._target is None:
-            return pos, rot
-        old_pos, old_rot = self._target
-        step = pos - old_pos
-        norm = float(np.linalg.norm(step))
-        if norm > lim.max_translation_step_m:
-            pos = old_pos + step * (lim.max_translation_step_m / norm)
-            reasons.append("clipped_translation_step")
-        pos = np.clip(pos, self._low, self._high)  # a projection: never further from old_pos than before
-        angle = rotation_angle_between(rot, old_rot)
-        if angle > lim.max_rotation_step_rad:
-            rv = matrix_to_rotvec(rot @ old_rot.T)
-            rot = rotvec_to_matrix(rv * (lim.max_rotation_step_rad / angle)) @ old_rot
-            reasons.append("clipped_rotation_step")
-        if lim.max_tilt_rad is not None and tool_tilt(rot) > lim.max_tilt_rad and tool_tilt(rot) > tool_tilt(old_rot):
-            rot = old_rot  # the partial turn would leave the cone: keep the orientation this step
-        return pos, rot
+        return (pos, rot) if self._target is None else step_toward(self._target, pos, rot, self.limits, reasons)
 
     def _pose_step(self, a: np.ndarray, reasons: list[str]) -> Sent:
         lim, obs = self.limits, self._obs
@@ -424,29 +405,7 @@ class SafetyFilter:
         if self._target is None:  # (re-)start from the measured pose (at most one step outside the box)
             rot, _ = limit_tilt(obs.rotation, lim.max_tilt_rad)
             self._target = (np.clip(obs.position, self._low, self._high), rot)
-        old_pos, old_rot = self._target
-        pos = old_pos + a[:3] * lim.max_step_m
-        rotvec = a[3:6] * lim.max_step_rad
-        rot = rotvec_to_matrix(rotvec) @ old_rot if np.any(rotvec) else old_rot
-        boxed = np.clip(pos, self._low, self._high)
-        if np.any(boxed != pos):
-            reasons.append("clipped_workspace")
-        rot, tilted = limit_tilt(rot, lim.max_tilt_rad)
-        if tilted:
-            reasons.append("clipped_tilt")
-        # Reference limiting against the measured pose (bounded force in contact, no wind-up).
-        err = np.clip(boxed - obs.position, -lim.max_target_error_m, lim.max_target_error_m)
-        limited = obs.position + err
-        limited_any = bool(np.any(limited != boxed))
-        if rotation_angle_between(rot, obs.rotation) > lim.max_target_error_rad:
-            rv = matrix_to_rotvec(rot @ obs.rotation.T)
-            rot = rotvec_to_matrix(rv * (lim.max_target_error_rad / np.linalg.norm(rv))) @ obs.rotation
-            rot, _ = limit_tilt(rot, lim.max_tilt_rad)
-            limited_any = True
-        if limited_any:
-            reasons.append("limited_target_error")
-        # Last, and over everything else: the step limits against the last commanded target, and the box.
-        self._target = self._continue(limited, rot, reasons)
+        self._target = pose_step(self._target, a, (obs.position, obs.rotation), lim, reasons)
         pos, rot = self._target
         return Sent("active", pos.copy(), rot.copy(), gripper_open=self.gripper_open, reasons=tuple(reasons))
 
@@ -475,21 +434,3 @@ class SafetyFilter:
                 w = np.zeros(3)
                 reasons.append("clipped_tilt")
         return Sent("active", linear=v, angular=w, gripper_open=self.gripper_open, reasons=tuple(reasons))
-
-
-def tool_tilt(mat: np.ndarray) -> float:
-    """Angle (rad) between the tool z axis and straight down."""
-    return math.acos(min(1.0, max(-1.0, -float(mat[2, 2]))))
-
-
-def limit_tilt(mat: np.ndarray, max_tilt_rad: float | None) -> tuple[np.ndarray, bool]:
-    """Rotate ``mat`` so its tool z axis is within ``max_tilt_rad`` of pointing down; report if it did."""
-    if max_tilt_rad is None:
-        return mat, False
-    tilt = tool_tilt(mat)
-    if tilt <= max_tilt_rad:
-        return mat, False
-    axis = np.cross(mat[:, 2], _DOWN)
-    norm = np.linalg.norm(axis)
-    axis = np.array([1.0, 0.0, 0.0]) if norm < 1e-9 else axis / norm
-    return rotvec_to_matrix(axis * (tilt - max_tilt_rad)) @ mat, True

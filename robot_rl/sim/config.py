@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from robot_rl.safety.config import SafetyLimits
 from robot_rl.sim.arm import ImpedanceGains
 
 Range = tuple[float, float]
@@ -51,6 +52,30 @@ class RandomizationConfig:
             )
 
 
+SIM_ARM_SAFETY = SafetyLimits(
+    workspace_low_m=(0.25, -0.35, 0.012),
+    workspace_high_m=(0.75, 0.35, 0.45),
+    control_hz=10.0,
+    max_step_m=0.02,
+    max_step_rad=0.1,
+    max_translation_step_m=0.035,
+    max_rotation_step_rad=0.18,
+    max_tilt_rad=0.6,
+    max_target_error_m=0.04,
+    max_target_error_rad=0.3,
+    max_linear_speed_m_s=0.25,
+    max_angular_speed_rad_s=1.0,
+    stale_periods=1.5,
+    max_measured_speed_m_s=2.0,
+    max_measured_angular_speed_rad_s=6.0,
+    fault_after_bad_readings=3,
+    latch_faults=True,
+)
+"""The simulated arm's safety limits: those of its hardware config (``hardware_configs/arms/sim_panda.yaml``,
+behind the sim robot node; a test keeps the two equal), so a policy meets the same gate in the simulated env
+as behind the robot bridge."""
+
+
 @dataclass(frozen=True)
 class ArmEnvConfig:
     """The simulated arm, its controller and the observation/action contract settings."""
@@ -61,21 +86,11 @@ class ArmEnvConfig:
     """Cameras rendered in pixel mode (``front`` is fixed, ``wrist`` rides on the hand)."""
     image_size: int = 128
     """Square image side in pixels (64..256)."""
-    control_hz: float = 10.0
-    """Policy rate; the impedance controller runs at the physics rate underneath."""
     physics_dt_s: float = 0.002
-    max_step_m: float = 0.02
-    """Translation per control step at action 1.0 (m)."""
-    max_step_rad: float = 0.1
-    """Rotation per control step at action 1.0 (rad)."""
-    workspace_low: tuple[float, float, float] = (0.25, -0.35, 0.012)
-    """Lower corner (m, base frame) of the box the commanded TCP target is clipped to."""
-    workspace_high: tuple[float, float, float] = (0.75, 0.35, 0.45)
-    max_tilt_rad: float = 0.6
-    """Commanded tool axis may tilt at most this far from pointing straight down."""
-    max_target_error_m: float = 0.04
-    """Reference limiting: the impedance target stays within this distance of the measured TCP per axis."""
-    max_target_error_rad: float = 0.3
+    safety: SafetyLimits = SIM_ARM_SAFETY
+    """The gate every action passes (``robot_rl.safety.gate.pose_step``): action scale (``max_step_m`` /
+    ``max_step_rad`` per control step at action 1.0), workspace box, tilt cone, reference limiting, step limits,
+    and the policy rate ``control_hz`` (the impedance controller runs at the physics rate underneath)."""
     max_episode_steps: int = 100
     dense_reward: bool = False
     """Add the task's weighted shaping terms to the sparse success reward."""
@@ -97,8 +112,12 @@ class ArmEnvConfig:
             raise ValueError(
                 f"ArmEnvConfig.cameras must be a non-empty subset of ('front', 'wrist'), got {self.cameras}"
             )
+        if not 0 < self.max_step_m <= 0.1:
+            raise ValueError(f"ArmEnvConfig.safety.max_step_m must be in (0, 0.1] m, got {self.max_step_m}")
+        if not 0 < self.max_step_rad <= 0.5:
+            raise ValueError(f"ArmEnvConfig.safety.max_step_rad must be in (0, 0.5] rad, got {self.max_step_rad}")
         if not 1 <= self.control_hz <= 100:
-            raise ValueError(f"ArmEnvConfig.control_hz must be in [1, 100] Hz, got {self.control_hz}")
+            raise ValueError(f"ArmEnvConfig.safety.control_hz must be in [1, 100] Hz, got {self.control_hz}")
         if not 1e-4 <= self.physics_dt_s <= 0.01:
             raise ValueError(f"ArmEnvConfig.physics_dt_s must be in [1e-4, 0.01] s, got {self.physics_dt_s}")
         ratio = 1.0 / (self.control_hz * self.physics_dt_s)
@@ -107,23 +126,22 @@ class ArmEnvConfig:
                 f"ArmEnvConfig: 1 / (control_hz * physics_dt_s) must be a whole number of physics steps, "
                 f"got control_hz={self.control_hz}, physics_dt_s={self.physics_dt_s}"
             )
-        if not 0 < self.max_step_m <= 0.1:
-            raise ValueError(f"ArmEnvConfig.max_step_m must be in (0, 0.1] m, got {self.max_step_m}")
-        if not 0 < self.max_step_rad <= 0.5:
-            raise ValueError(f"ArmEnvConfig.max_step_rad must be in (0, 0.5] rad, got {self.max_step_rad}")
-        if any(lo >= hi for lo, hi in zip(self.workspace_low, self.workspace_high)):
-            raise ValueError(
-                f"ArmEnvConfig.workspace_low must be below workspace_high on every axis, "
-                f"got {self.workspace_low} / {self.workspace_high}"
-            )
-        if not 0 <= self.max_tilt_rad <= 1.5:
-            raise ValueError(f"ArmEnvConfig.max_tilt_rad must be in [0, 1.5] rad, got {self.max_tilt_rad}")
-        if self.max_target_error_m <= 0 or self.max_target_error_rad <= 0:
-            raise ValueError("ArmEnvConfig.max_target_error_m and max_target_error_rad must be > 0")
         if self.max_episode_steps < 1:
             raise ValueError(f"ArmEnvConfig.max_episode_steps must be >= 1, got {self.max_episode_steps}")
         if self.init_tcp_noise_m < 0:
             raise ValueError(f"ArmEnvConfig.init_tcp_noise_m must be >= 0, got {self.init_tcp_noise_m}")
+
+    @property
+    def control_hz(self) -> float:
+        return self.safety.control_hz
+
+    @property
+    def max_step_m(self) -> float:
+        return self.safety.max_step_m
+
+    @property
+    def max_step_rad(self) -> float:
+        return self.safety.max_step_rad
 
     @property
     def substeps(self) -> int:

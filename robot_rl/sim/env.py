@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from typing import Any, ClassVar
 
@@ -19,23 +18,24 @@ from robot_rl.envs.contract import (
     check_action,
     image_key,
 )
-from robot_rl.envs.geometry import matrix_to_rot6d, matrix_to_rotvec, rotation_angle_between, rotvec_to_matrix
+from robot_rl.envs.geometry import matrix_to_rot6d
+from robot_rl.safety.gate import in_box, pose_step
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.rendering import CameraRenderer
 from robot_rl.sim.scene import ArmScene
 from robot_rl.sim.tasks.base import Task
 
-_DOWN = np.array([0.0, 0.0, -1.0])
 SETTLE_STEPS = 150  # physics steps after reset so objects rest and the arm reaches its start pose
 
 
 class ArmEnv(gym.Env):
     """Gymnasium env: contract observations/actions over a simulated arm executing ``task``.
 
-    The action moves the impedance controller's target: ``target += a[:3] * max_step_m`` and
-    ``R_target = exp(a[3:6] * max_step_rad) R_target``, then the target is clipped to the workspace box
-    and tilt cone (reported as ``info["safety_clipped"]``) and kept within ``max_target_error`` of the
-    measured TCP (reference limiting, bounding contact forces). Physics then runs ``substeps`` steps.
+    The action moves the impedance controller's target through the safety gate the robot bridge uses
+    (``robot_rl.safety.gate.pose_step`` with ``ArmEnvConfig.safety``): ``target += a[:3] * max_step_m``,
+    ``R_target = exp(a[3:6] * max_step_rad) R_target``, clipped to the workspace box and tilt cone (reported as
+    ``info["safety_clipped"]``), kept near the measured TCP (reference limiting, bounding contact forces) and
+    within the per-command step limits. Physics then runs ``substeps`` steps.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -61,8 +61,6 @@ class ArmEnv(gym.Env):
         self.action_space = self.contract.action_space()
         self.metadata = {**self.metadata, "render_fps": cfg.control_hz}
         self._renderer: CameraRenderer | None = None
-        self._ws_low = np.asarray(cfg.workspace_low)
-        self._ws_high = np.asarray(cfg.workspace_high)
         self._latency: deque[np.ndarray] = deque()
         self._target_pos = np.zeros(3)
         self._target_mat = np.eye(3)
@@ -77,7 +75,7 @@ class ArmEnv(gym.Env):
         self.randomizer.apply(rng)
         scene.reset_arm()
         start = self.task.start_tcp_pos(rng) + rng.uniform(-1, 1, 3) * self.cfg.init_tcp_noise_m
-        self._target_pos = np.clip(start, self._ws_low, self._ws_high)
+        self._target_pos = in_box(start, self.cfg.safety)
         self._target_mat = scene.tcp_mat()
         self._gripper_open = True
         scene.set_gripper(1.0)
@@ -134,24 +132,11 @@ class ArmEnv(gym.Env):
     # --- internals -----------------------------------------------------------------------------------
     def _apply_action(self, a: np.ndarray) -> bool:
         """Move the impedance target by ``a``; return True if the workspace/tilt safety clip acted."""
-        cfg, scene = self.cfg, self.scene
-        pos = self._target_pos + a[:3] * cfg.max_step_m
-        mat = (
-            rotvec_to_matrix(a[3:6] * cfg.max_step_rad) @ self._target_mat
-            if a[3:6].any()
-            else self._target_mat
-        )
-        safe_pos = np.minimum(np.maximum(pos, self._ws_low), self._ws_high)
-        safe_mat, tilted = _limit_tilt(mat, cfg.max_tilt_rad)
-        clipped = tilted or bool((safe_pos != pos).any())
-        # Reference limiting: keep the target near the measured pose so contact forces stay bounded.
-        tcp_pos, tcp_mat = scene.tcp_pos(), scene.tcp_mat()
-        limit = cfg.max_target_error_m
-        self._target_pos = tcp_pos + np.minimum(np.maximum(safe_pos - tcp_pos, -limit), limit)
-        if rotation_angle_between(safe_mat, tcp_mat) > cfg.max_target_error_rad:
-            err = matrix_to_rotvec(safe_mat @ tcp_mat.T)
-            safe_mat = rotvec_to_matrix(err * (cfg.max_target_error_rad / np.linalg.norm(err))) @ tcp_mat
-        self._target_mat = safe_mat
+        scene = self.scene
+        reasons: list[str] = []
+        last, measured = (self._target_pos, self._target_mat), (scene.tcp_pos(), scene.tcp_mat())
+        self._target_pos, self._target_mat = pose_step(last, a.astype(np.float64), measured, self.cfg.safety, reasons)
+        clipped = any(r.startswith("clipped_") for r in reasons)
         scene.set_target(self._target_pos, self._target_mat)
         if a[6] <= GRIPPER_CLOSE_THRESHOLD:
             self._gripper_open = False
@@ -191,14 +176,3 @@ class ArmEnv(gym.Env):
             size = self.cfg.image_size if self.cfg.obs_mode == "pixels" else 256
             self._renderer = CameraRenderer(self.scene.model, size, size)
         return self._renderer
-
-
-def _limit_tilt(mat: np.ndarray, max_tilt_rad: float) -> tuple[np.ndarray, bool]:
-    """Rotate ``mat`` back so its tool z-axis is within ``max_tilt_rad`` of pointing down; report if it did."""
-    tilt = math.acos(min(1.0, max(-1.0, -float(mat[2, 2]))))  # angle between tool z and world -z
-    if tilt <= max_tilt_rad:
-        return mat, False
-    axis = np.cross(mat[:, 2], _DOWN)
-    norm = np.linalg.norm(axis)
-    axis = np.array([1.0, 0.0, 0.0]) if norm < 1e-9 else axis / norm
-    return rotvec_to_matrix(axis * (tilt - max_tilt_rad)) @ mat, True

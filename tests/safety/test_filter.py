@@ -11,7 +11,7 @@ import pytest
 from robot_rl.envs.geometry import rotation_angle_between, rotvec_to_matrix
 from robot_rl.safety import SafetyFilter, SafetyLimits
 from robot_rl.safety.config import PRESET_FIELDS, SAFETY_PRESETS
-from robot_rl.safety.filter import limit_tilt
+from robot_rl.safety.gate import limit_tilt
 
 DOWN = np.diag([1.0, -1.0, -1.0])  # tool z pointing down
 HOME = np.array([0.5, 0.0, 0.3])

@@ -21,7 +21,8 @@ from test_filter import DOWN, HOME, LIMITS
 
 from robot_rl.envs.geometry import rotation_angle_between, rotvec_to_matrix
 from robot_rl.safety import SafetyFilter
-from robot_rl.safety.filter import COUNTERS, tool_tilt
+from robot_rl.safety.filter import COUNTERS
+from robot_rl.safety.gate import tool_tilt
 
 EXAMPLES = 1000
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

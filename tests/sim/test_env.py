@@ -11,7 +11,7 @@ import pytest
 from robot_rl.envs.conformance import check_conformance
 from robot_rl.envs.contract import ACTION_DIM, STATE_LAYOUT, image_key
 from robot_rl.sim import TASKS, make_env, make_expert
-from robot_rl.sim.config import ArmEnvConfig, RandomizationConfig
+from robot_rl.sim.config import SIM_ARM_SAFETY, ArmEnvConfig, RandomizationConfig
 
 ALL_TASKS = sorted(TASKS)
 
@@ -81,7 +81,7 @@ def test_different_seeds_differ() -> None:
 def test_workspace_clipping_keeps_tcp_inside_box() -> None:
     env = make_env("reach")
     env.reset(seed=0)
-    high = np.asarray(env.cfg.workspace_high)
+    high = np.asarray(env.cfg.safety.workspace_high_m)
     push_up = np.zeros(ACTION_DIM, np.float32)
     push_up[[0, 2]] = 1.0
     clipped_any = False
@@ -95,7 +95,7 @@ def test_workspace_clipping_keeps_tcp_inside_box() -> None:
     down[2] = -1.0
     for _ in range(40):
         obs, *_ = env.step(down)
-    assert obs["state"][STATE_LAYOUT.slice("tcp_pos")][2] >= env.cfg.workspace_low[2] - 0.01
+    assert obs["state"][STATE_LAYOUT.slice("tcp_pos")][2] >= env.cfg.safety.workspace_low_m[2] - 0.01
 
 
 def test_tilt_is_limited() -> None:
@@ -107,7 +107,7 @@ def test_tilt_is_limited() -> None:
         env.step(roll)
     z_axis = env.scene.tcp_mat()[:, 2]
     tilt = np.arccos(np.clip(-z_axis[2], -1, 1))
-    assert tilt <= env.cfg.max_tilt_rad + 0.05
+    assert tilt <= env.cfg.safety.max_tilt_rad + 0.05
 
 
 def test_gripper_latch() -> None:
@@ -233,15 +233,18 @@ def test_unknown_override_is_named() -> None:
     [
         ({"image_size": 10}, "image_size"),
         ({"obs_mode": "depth"}, "obs_mode"),
-        ({"control_hz": 0.0}, "control_hz"),
-        ({"control_hz": 7.0}, "control_hz"),
-        ({"max_step_m": -0.1}, "max_step_m"),
         ({"cameras": ("side",)}, "cameras"),
-        ({"workspace_low": (1.0, 0.0, 0.0)}, "workspace_low"),
+        ({"safety": {"control_hz": 0.0}}, "control_hz"),
+        ({"safety": {"control_hz": 7.0}}, "control_hz"),
+        ({"safety": {"max_step_m": -0.1}}, "max_step_m"),
+        ({"safety": {"max_step_m": 0.2, "max_translation_step_m": 0.5}}, "max_step_m"),
+        ({"safety": {"workspace_low_m": (1.0, 0.0, 0.0)}}, "workspace_low"),
     ],
 )
 def test_bad_env_config_names_field(kwargs, field) -> None:
     with pytest.raises(ValueError, match=field):
+        if "safety" in kwargs:  # the limits check themselves; the sim adds its own ranges
+            kwargs = {"safety": dataclasses.replace(SIM_ARM_SAFETY, **kwargs["safety"])}
         ArmEnvConfig(**kwargs)
 
 

@@ -9,6 +9,7 @@ and its centre is inside the opening.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from robot_rl.envs.contract import Field
 from robot_rl.envs.geometry import matrix_to_quat, matrix_to_rot6d
 from robot_rl.sim.arm import FINGER_MAX_OPENING_M
-from robot_rl.sim.config import ArmEnvConfig
+from robot_rl.sim.config import SIM_ARM_SAFETY, ArmEnvConfig
 from robot_rl.sim.scene import ArmScene
 from robot_rl.sim.tasks.base import (
     Expert,
@@ -32,9 +33,13 @@ from robot_rl.sim.tasks.pick_cube import PAD_INNER_OFFSET_M, grasp_yaw, tool_yaw
 PARK_POS = (0.0, 0.6, 0.05)  # off the workspace: where the peg sits until the first reset
 
 
+FINE_STEPS = dataclasses.replace(SIM_ARM_SAFETY, max_step_m=0.01)
+"""Insertion needs finer moves: half the sim arm's translation per step at action 1.0."""
+
+
 @dataclass(frozen=True)
 class PegInsertConfig(TaskConfig):
-    env: ArmEnvConfig = field(default_factory=lambda: ArmEnvConfig(max_step_m=0.01, max_episode_steps=100))
+    env: ArmEnvConfig = field(default_factory=lambda: ArmEnvConfig(safety=FINE_STEPS, max_episode_steps=100))
     reward_weights: dict[str, float] = field(default_factory=lambda: {"reach": 0.2, "insert": 0.5})
     peg_half_width_m: float = 0.0125
     """Half the side of the peg's square cross-section (m)."""

@@ -204,7 +204,7 @@ class PickCubeExpert(Expert):
                 self.phase = "descend"
             return expert_action(move_toward(tcp, goal, env.max_step_m), 1.0, rot)
         if self.phase == "descend":
-            goal = np.array([cube[0], cube[1], max(cube[2], env.workspace_low[2])])
+            goal = np.array([cube[0], cube[1], max(cube[2], env.safety.workspace_low_m[2])])
             if xy_err > 0.02:
                 self.phase = "approach"
             elif tcp[2] - goal[2] < 0.008:
