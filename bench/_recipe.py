@@ -16,6 +16,7 @@ import numpy as np
 from robot_rl.data.replay import ReplayConfig
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.config import TrainConfig
+from robot_rl.training.env_factory import EnvConfig
 
 _DEFAULTS = TrainConfig()
 
@@ -66,9 +67,12 @@ def corrector_config(args: argparse.Namespace, seed: int, **overrides) -> Correc
 
 
 def recipe_config(args: argparse.Namespace, seed: int, **overrides) -> TrainConfig:
-    """A ``TrainConfig`` from the recipe flags; ``overrides`` are further TrainConfig fields."""
+    """A ``TrainConfig`` from the recipe flags; ``overrides`` are further TrainConfig or EnvConfig fields."""
+    env_fields = {f.name for f in dataclasses.fields(EnvConfig)}
+    env = EnvConfig(task=args.task, **{k: v for k, v in overrides.items() if k in env_fields})
+    overrides = {k: v for k, v in overrides.items() if k not in env_fields}
     fields = dict(
-        task=args.task, total_env_steps=args.budget, eval_every=args.eval_every,
+        env=env, total_env_steps=args.budget, eval_every=args.eval_every,
         eval_episodes=args.eval_episodes, seed=seed, progress=False, scripted_demos=args.demos,
         learning_starts=args.learning_starts, video="off", torch_threads=args.threads,
         agent=dataclasses.replace(_DEFAULTS.agent, utd_ratio=args.utd, num_critics=args.num_critics,

@@ -28,9 +28,10 @@ import numpy as np
 import torch
 from _recipe import add_recipe_args, recipe_config, run_stamp
 
+from robot_rl.commands.classifier import policy_recording_env
 from robot_rl.rewards.classifier import load_classifier, save_classifier
 from robot_rl.rewards.config import ClassifierConfig
-from robot_rl.rewards.dataset import load_frames, policy_recording_env, record_success_fail, true_success_label
+from robot_rl.rewards.dataset import load_frames, record_success_fail, true_success_label
 from robot_rl.rewards.train import ClassifierReport, train_classifier
 from robot_rl.teleop.corrector import CorrectorConfig, ScriptedCorrector
 from robot_rl.training.loop import Trainer

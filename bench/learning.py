@@ -87,7 +87,7 @@ def run_lockstep(cfg: TrainConfig, n_actors: int, learner_overrides: dict) -> li
     actors = []
     for i in range(n_actors):  # seeds and ids as `robot-rl train --actors N` gives its actor processes
         seed = cfg.seed * 1000 + i + 1
-        env = make_env_from_config(cfg)
+        env = make_env_from_config(cfg.env)
         agent = SACAgent(cfg.agent, env.observation_space, env.action_space, cfg.device, seed)
         client = ActorClient(LinkConfig(), f"sim-{i}", learner.spec, token)
         learner.ingestor.hello(client.actor_id, client.session, 1)
@@ -123,8 +123,8 @@ def run_sb3(cfg: TrainConfig) -> list[tuple[int, float]]:
     from stable_baselines3.common.callbacks import BaseCallback
 
     torch.set_num_threads(cfg.torch_threads)
-    env, eval_env = make_env_from_config(cfg), make_env_from_config(cfg)
-    if cfg.obs == "state":  # SB3's n-step replay takes Box observations only
+    env, eval_env = make_env_from_config(cfg.env), make_env_from_config(cfg.env)
+    if cfg.env.obs == "state":  # SB3's n-step replay takes Box observations only
         env, eval_env = FlattenObservation(env), FlattenObservation(eval_env)
     curve: list[tuple[int, float]] = []
 
@@ -139,7 +139,7 @@ def run_sb3(cfg: TrainConfig) -> list[tuple[int, float]]:
             return True
 
     model = SAC(
-        "MlpPolicy" if cfg.obs == "state" else "MultiInputPolicy",
+        "MlpPolicy" if cfg.env.obs == "state" else "MultiInputPolicy",
         env,
         batch_size=cfg.batch_size,
         learning_starts=cfg.learning_starts,

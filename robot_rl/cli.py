@@ -119,7 +119,7 @@ def _learner(config) -> int:
     return 0
 
 
-def _actor(config) -> int:
+def run_actor_command(config) -> int:
     import json
 
     _setup_logging()
@@ -149,10 +149,10 @@ def _eval(args: EvalArgs) -> int:
     from robot_rl.training.loop import load_agent
 
     agent, cfg = load_agent(args.run, args.device)
-    env = make_env_from_config(cfg, render_mode="rgb_array" if args.video else None)
+    env = make_env_from_config(cfg.env, render_mode="rgb_array" if args.video else None)
     frames: list | None = [] if args.video else None
     result = evaluate(lambda o: agent.act(o, deterministic=True), env, args.episodes, frames=frames)
-    print(f"{cfg.task} ({cfg.obs}): {result.summary()}")
+    print(f"{cfg.env.task} ({cfg.env.obs}): {result.summary()}")
     if args.video and frames:
         import imageio.v2 as imageio
 
@@ -201,19 +201,35 @@ def parse(argv: list[str]) -> object:
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
     from robot_rl.training.config import TrainConfig
 
+    argv = argv or ["train"]
+    train = TrainConfig.from_preset(chosen_preset(argv))  # a preset decides the defaults the flags override
     command = (
-        Annotated[TrainConfig, tyro.conf.subcommand("train", description="Train SAC/RLPD on a task.")]
+        Annotated[TrainConfig, tyro.conf.subcommand("train", default=train, description="Train SAC/RLPD on a task.")]
         | Annotated[EvalArgs, tyro.conf.subcommand("eval")]
         | Annotated[RecordDemosArgs, tyro.conf.subcommand("record-demos")]
         | Annotated[LearnerConfig, tyro.conf.subcommand(
-            "learner", description="Learner of the actor/learner split (serves actors over gRPC).")]
+            "learner", default=LearnerConfig(train=train),
+            description="Learner of the actor/learner split (serves actors over gRPC).")]
         | Annotated[ActorConfig, tyro.conf.subcommand(
             "actor", description="Actor of the actor/learner split (control loop; streams to a learner).")]
         | Annotated[RecordSuccessFailArgs, tyro.conf.subcommand("record-success-fail")]
         | Annotated[TrainClassifierArgs, tyro.conf.subcommand("train-classifier")]
         | Annotated[CheckHardwareArgs, tyro.conf.subcommand("check-hardware")]
     )
-    return tyro.cli(command, args=argv or ["train"], prog="robot-rl")
+    return tyro.cli(command, args=argv, prog="robot-rl")
+
+
+def chosen_preset(argv: list[str]) -> str:
+    """The value of ``--preset`` (``train``) or ``--train.preset`` (``learner``), default ``quickstart``; the
+    flag stays in ``argv`` so the config records it (and tyro refuses an unknown name, listing the presets)."""
+    from robot_rl.training.config import PRESETS
+
+    for i, arg in enumerate(argv):
+        for flag in ("--preset", "--train.preset"):
+            value = argv[i + 1] if arg == flag and i + 1 < len(argv) else arg.partition("=")[2]
+            if (arg == flag or arg.startswith(flag + "=")) and value in PRESETS:
+                return value
+    return "quickstart"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(chosen, LearnerConfig):
             return _learner(chosen)
         if isinstance(chosen, ActorConfig):
-            return _actor(chosen)
+            return run_actor_command(chosen)
         if isinstance(chosen, CheckHardwareArgs):
             return _check_hardware(chosen)
         if isinstance(chosen, (RecordSuccessFailArgs, TrainClassifierArgs)):

@@ -125,13 +125,14 @@ def policy_recording_env(
     from robot_rl.training.loop import load_agent
 
     agent, cfg = load_agent(Path(policy))
-    if cfg.task != task:
-        raise ValueError(f"policy {policy}: trained on {cfg.task!r}, not {task!r}")
-    if cfg.obs == "pixels" and (cfg.image_size, tuple(cfg.cameras)) != (image_size, tuple(cameras)):
-        raise ValueError(f"policy {policy}: its cameras {list(cfg.cameras)} at {cfg.image_size} px differ from "
+    if cfg.env.task != task:
+        raise ValueError(f"policy {policy}: trained on {cfg.env.task!r}, not {task!r}")
+    trained = cfg.env
+    if trained.obs == "pixels" and (trained.image_size, tuple(trained.cameras)) != (image_size, tuple(cameras)):
+        raise ValueError(f"policy {policy}: its cameras {list(trained.cameras)} at {trained.image_size} px differ from "
                          f"the recording's {list(cameras)} at {image_size} px")
-    env = make_env(task, obs_mode=cfg.obs, image_size=image_size, cameras=tuple(cameras),
-                   terminate_on_success=False, dense_reward=cfg.dense_reward)
-    if cfg.obs == "state":
+    env = make_env(task, obs_mode=trained.obs, image_size=image_size, cameras=tuple(cameras),
+                   terminate_on_success=False, dense_reward=trained.dense_reward)
+    if trained.obs == "state":
         env = SimCameraObservation(env, cameras, image_size)
     return env, lambda obs: agent.act(obs)

@@ -24,7 +24,7 @@ from robot_rl.data.transition import step_env
 from robot_rl.distributed.client import ActorClient, LinkRefused
 from robot_rl.distributed.codec import load_weights
 from robot_rl.distributed.config import ActorConfig
-from robot_rl.distributed.spec import classifier_digest, env_spec
+from robot_rl.distributed.spec import run_spec
 from robot_rl.training.env_factory import make_env_from_config
 from robot_rl.training.evaluate import TRAIN_SEED_BASE
 from robot_rl.training.hil import wrap_training_env
@@ -80,10 +80,8 @@ class Actor:
     def __init__(self, config: ActorConfig, token: str | None = None, env: gym.Env | None = None) -> None:
         self.config = cfg = config
         torch.set_num_threads(cfg.torch_threads)
-        self.env = env or make_env_from_config(  # with a classifier, only it ends episodes
-            cfg, training=True, env_factory=cfg.env_factory, env_kwargs=cfg.env_kwargs)
-        self.spec = env_spec(self.env, cfg.env_factory or cfg.task, cfg.dense_reward, cfg.intervention_mode,
-                             classifier_digest(cfg.reward_classifier))
+        self.env = env or make_env_from_config(cfg.env, training=True)  # with a classifier, only it ends episodes
+        self.spec = run_spec(self.env, cfg.env, cfg.intervention_mode)
         self.env = wrap_training_env(self.env, cfg)  # after env_spec: the spec names the task, not the wrappers
         self.client = ActorClient(
             cfg.link,

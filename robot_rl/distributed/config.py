@@ -6,16 +6,17 @@ token from (a file or an environment variable) is configured.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from robot_rl.rewards.state_check import check_classifier_reward
+import tyro
+
 from robot_rl.teleop.base import TeleopName
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.config import TrainConfig
+from robot_rl.training.env_factory import EnvConfig
 
 MIN_TOKEN_CHARS = 16
 
@@ -73,17 +74,6 @@ class LinkConfig:
         return value
 
 
-def check_env_factory(owner: str, env_factory: str | None, env_kwargs: str) -> None:
-    if env_factory is not None and ":" not in env_factory:
-        raise ValueError(f"{owner}.env_factory must look like 'package.module:function', got {env_factory!r}")
-    try:
-        kwargs = json.loads(env_kwargs)
-    except ValueError as e:
-        raise ValueError(f"{owner}.env_kwargs must be a JSON object, got {env_kwargs!r} ({e})") from e
-    if not isinstance(kwargs, dict):
-        raise ValueError(f"{owner}.env_kwargs must be a JSON object, got {env_kwargs!r}")
-
-
 @dataclass(frozen=True)
 class LearnerConfig:
     """``robot-rl learner``: trains on what actors stream in; pushes policy weights back."""
@@ -91,11 +81,6 @@ class LearnerConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     """Task, agent, replay and run-folder settings, as for ``robot-rl train``."""
     link: LinkConfig = field(default_factory=LinkConfig)
-    env_factory: str | None = None
-    """``module:function`` returning a gymnasium env with dict observations, instead of the task name (real
-    robots, tests). Actor and learner must describe the same observation/action spaces."""
-    env_kwargs: str = "{}"
-    """JSON object of keyword arguments for ``env_factory``."""
     flush_period_s: float = 1.0
     """Replay-log flush period: transitions are acknowledged to actors only once flushed (fsynced)."""
     segment_mb: int = 256
@@ -124,7 +109,6 @@ class LearnerConfig:
     log_period_s: float = 10.0
 
     def __post_init__(self) -> None:
-        check_env_factory("LearnerConfig", self.env_factory, self.env_kwargs)
         for name in ("flush_period_s", "checkpoint_period_s", "weights_period_s", "log_period_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"LearnerConfig.{name} must be > 0, got {getattr(self, name)}")
@@ -139,19 +123,11 @@ class ActorConfig:
     """``robot-rl actor``: runs the control loop, streams transitions, follows the learner's weights."""
 
     link: LinkConfig = field(default_factory=LinkConfig)
-    env_factory: str | None = None
-    """``module:function`` returning a gymnasium env with dict observations, instead of the task name (real
-    robots, tests). Actor and learner must describe the same observation/action spaces."""
-    env_kwargs: str = "{}"
-    """JSON object of keyword arguments for ``env_factory``."""
+    env: Annotated[EnvConfig, tyro.conf.arg(name="")] = field(default_factory=EnvConfig)
+    """Task, observations, cameras and reward source: the learner's ``train`` env (the handshake compares
+    them); a reward classifier is computed here, where the cameras are."""
     actor_id: str = "actor-0"
     """Unique per actor: the learner de-duplicates by (actor_id, session, seq)."""
-    task: str = "pick_cube"
-    obs: Literal["state", "pixels"] = "state"
-    image_size: int = 64
-    cameras: tuple[str, ...] = ("front", "wrist")
-    dense_reward: bool = False
-    """Add the task's shaping terms to the sparse reward (must match the learner's ``train.dense_reward``)."""
     seed: int = 0
     max_steps: int = 0
     """Stop after this many control steps (0: until the learner says stop)."""
@@ -192,18 +168,8 @@ class ActorConfig:
     bridge's teleop mux, so ``teleop`` stays ``none`` there and RLIF still has its reward signal."""
     corrector: CorrectorConfig = field(default_factory=CorrectorConfig)
     """The scripted corrector (``--teleop scripted``)."""
-    reward_classifier: Path | None = None
-    """Sparse reward from this success classifier, computed here on the actor (the learner names the same file:
-    the handshake compares their digests). As in ``robot-rl train``."""
-    classifier_threshold: float | None = None
-    """Override the classifier's validation-chosen threshold."""
-    classifier_state_checks: tuple[str, ...] = ()
-    """Conditions ANDed with the classifier's success (``field:index:low:high``), as in ``robot-rl train``."""
 
     def __post_init__(self) -> None:
-        check_env_factory("ActorConfig", self.env_factory, self.env_kwargs)
-        check_classifier_reward("ActorConfig", self.reward_classifier, self.classifier_threshold,
-                                self.classifier_state_checks)
         if self.intervention_mode == "rlif" and self.teleop == "none" and not self.env_interventions:
             raise ValueError("ActorConfig.intervention_mode='rlif' needs a teleop device (its only reward), "
                              "or an env that flags interventions itself (env_interventions)")

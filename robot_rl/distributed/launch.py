@@ -8,6 +8,7 @@ handed to the actors through their environment; it is never written to disk.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import os
@@ -16,49 +17,33 @@ import subprocess
 import sys
 from pathlib import Path
 
-from robot_rl.distributed.config import LearnerConfig, LinkConfig
+from robot_rl.distributed.config import ActorConfig, LearnerConfig, LinkConfig
 from robot_rl.distributed.learner import Learner
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.hil import check_rlif_has_device, few_critics_warning
+from robot_rl.utils.atomic import atomic_write
+from robot_rl.utils.config_io import from_jsonable, to_jsonable
 from robot_rl.utils.shutdown import GracefulStop
 
 log = logging.getLogger("robot_rl.distributed")
 
 
-def config_flags(prefix: str, config: object) -> list[str]:
-    """tyro flags reproducing a flat dataclass of scalars (``--prefix.field value``)."""
-    flags = []
-    for f in dataclasses.fields(config):  # type: ignore[arg-type]
-        name, value = f"{prefix}.{f.name.replace('_', '-')}", getattr(config, f.name)
-        if isinstance(value, bool):
-            flags.append(f"--{prefix}.{'' if value else 'no-'}{f.name.replace('_', '-')}")
-        else:
-            flags += [f"--{name}", str(value)]
-    return flags
+def actor_config(cfg: TrainConfig, index: int, port: int, n: int) -> ActorConfig:
+    """Sim actor ``index`` of ``n``: the run's env, its own seed and share of the random steps (and its own
+    scripted corrector with ``--teleop scripted``), pacing itself to the learner."""
+    seed = cfg.seed * 1000 + index + 1
+    return ActorConfig(
+        link=LinkConfig(port=port), env=cfg.env, actor_id=f"sim-{index}", seed=seed,
+        random_steps=math.ceil(cfg.random_steps / n), device=cfg.device, connect_timeout_s=120.0,
+        follow_learner_pace=True, teleop=cfg.teleop, intervention_mode=cfg.intervention_mode,
+        corrector=dataclasses.replace(cfg.corrector, seed=cfg.corrector.seed * 1000 + index + 1),
+    )  # fmt: skip
 
 
-def actor_command(cfg: TrainConfig, index: int, port: int, n: int) -> list[str]:
-    """``robot-rl actor`` for sim actor ``index`` of ``n``: the run's env settings, its own seed (and its own
-    scripted corrector with ``--teleop scripted``)."""
-    random_steps = math.ceil(cfg.random_steps / n)
-    teleop = ["--teleop", cfg.teleop, "--intervention-mode", cfg.intervention_mode]
-    if cfg.teleop == "scripted":
-        corrector = dataclasses.replace(cfg.corrector, seed=cfg.corrector.seed * 1000 + index + 1)
-        teleop += config_flags("corrector", corrector)
-    reward = []
-    if cfg.reward_classifier is not None:  # computed on the actor, where the cameras are
-        reward = ["--reward-classifier", str(cfg.reward_classifier)]
-        if cfg.classifier_threshold is not None:
-            reward += ["--classifier-threshold", str(cfg.classifier_threshold)]
-        if cfg.classifier_state_checks:
-            reward += ["--classifier-state-checks", *cfg.classifier_state_checks]
-    return [
-        sys.executable, "-m", "robot_rl.cli", "actor", "--link.port", str(port), "--actor-id", f"sim-{index}",
-        "--task", cfg.task, "--obs", cfg.obs, "--image-size", str(cfg.image_size), "--cameras", *cfg.cameras,
-        "--dense-reward" if cfg.dense_reward else "--no-dense-reward",
-        "--seed", str(cfg.seed * 1000 + index + 1), "--random-steps", str(random_steps), "--device", cfg.device,
-        "--connect-timeout-s", "120", "--follow-learner-pace", *teleop, *reward,
-    ]  # fmt: skip
+def actor_command(config: ActorConfig, path: Path) -> list[str]:
+    """The process that runs ``config`` (written to ``path``, in the run folder; the token is never written)."""
+    atomic_write(path, json.dumps(to_jsonable(config), indent=2))
+    return [sys.executable, "-m", "robot_rl.distributed.launch", str(path)]
 
 
 def train_distributed(cfg: TrainConfig, learner_overrides: dict | None = None) -> int:
@@ -85,13 +70,11 @@ def _run_with_actors(cfg: TrainConfig, learner: Learner, token: str, stop: Grace
     logs = []
     try:
         for i in range(n):
-            out = open(Path(learner.run_dir.path) / f"actor-{i}.log", "ab")  # noqa: SIM115 - closed below
+            folder = Path(learner.run_dir.path)
+            out = open(folder / f"actor-{i}.log", "ab")  # noqa: SIM115 - closed below
             logs.append(out)
-            procs.append(
-                subprocess.Popen(
-                    actor_command(learner.train, i, port, n), env=env, stdout=out, stderr=subprocess.STDOUT
-                )
-            )
+            command = actor_command(actor_config(learner.train, i, port, n), folder / f"actor-{i}.json")
+            procs.append(subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT))
         result = learner.run()
     except KeyboardInterrupt:
         result = None
@@ -118,3 +101,15 @@ def _run_with_actors(cfg: TrainConfig, learner: Learner, token: str, stop: Grace
     if not stop.requested:
         print(f"run folder: {learner.run_dir.path}")
     return 1 if bad else 0
+
+
+def main(argv: list[str]) -> int:
+    """``python -m robot_rl.distributed.launch ACTOR_CONFIG.json``: a sim actor process of ``--actors N``."""
+    from robot_rl.cli import run_actor_command
+
+    (path,) = argv
+    return run_actor_command(from_jsonable(ActorConfig, json.loads(Path(path).read_text()), where=path))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

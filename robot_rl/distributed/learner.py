@@ -32,7 +32,7 @@ from robot_rl.distributed.ingest import Ingestor
 from robot_rl.distributed.prior import load_prior_episodes
 from robot_rl.distributed.replay_log import ReplayLog
 from robot_rl.distributed.server import LinkServer
-from robot_rl.distributed.spec import classifier_digest, env_spec
+from robot_rl.distributed.spec import run_spec
 from robot_rl.training.core import CHECKPOINT, DISTRIBUTED_FILE, LearnerCore, resumed_config, start_process
 from robot_rl.training.env_factory import make_env_from_config
 from robot_rl.training.evaluate import EvalResult
@@ -62,7 +62,7 @@ class Learner(LearnerCore):
 
     def __init__(self, config: LearnerConfig, token: str | None = None) -> None:
         t = config.train
-        path = Path(t.resume or t.run_dir or RunDir.default_path(t.task, t.obs))
+        path = Path(t.resume or t.run_dir or RunDir.default_path(t.env.task, t.env.obs))
         self.resuming = (path / DISTRIBUTED_FILE).exists()
         if t.resume is not None and not self.resuming:
             raise FileNotFoundError(f"--resume {path}: not a distributed run folder (no {DISTRIBUTED_FILE})")
@@ -70,9 +70,8 @@ class Learner(LearnerCore):
         self.config = cfg = dataclasses.replace(config, train=t)
         self._token = token or cfg.link.token()
         start_process(t)
-        self.env = make_env_from_config(t, env_factory=cfg.env_factory, env_kwargs=cfg.env_kwargs)
-        self.spec = env_spec(self.env, cfg.env_factory or t.task, t.dense_reward, t.intervention_mode,
-                             classifier_digest(t.reward_classifier))
+        self.env = make_env_from_config(t.env)
+        self.spec = run_spec(self.env, t.env, t.intervention_mode)
         self.eval_env = self.env if cfg.evaluate else None
         space, action_space = self.env.observation_space, self.env.action_space
         action_dim = action_space.shape[0]
@@ -172,7 +171,7 @@ class Learner(LearnerCore):
     def _load_demos(self) -> None:
         """Demos (recorded once into the run folder, so a restart loads the same ones) and prior runs' replay."""
         cfg = self.config
-        episodes, source = self.demo_episodes(self.env if cfg.env_factory is None else None)
+        episodes, source = self.demo_episodes(self.env if self.train.env.env_factory is None else None)
         for run in cfg.prior_replay:
             prior = load_prior_episodes(run, self.env.observation_space, self.env.action_space.shape[0])
             episodes = [*episodes, *prior]

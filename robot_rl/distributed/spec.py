@@ -13,11 +13,18 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.spaces import describe_space
+from robot_rl.training.env_factory import EnvConfig
 
 
 def classifier_digest(path: str | os.PathLike[str] | None) -> str | None:
     """A reward classifier's identity for the handshake: the first 16 hex digits of its file's SHA-256."""
     return None if path is None else hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def run_spec(env: gym.Env, config: EnvConfig, intervention_mode: str) -> dict[str, Any]:
+    """``env_spec`` of the env ``config`` built, rewarded as ``config`` says (compared at the handshake)."""
+    digest = classifier_digest(config.reward_classifier)
+    return env_spec(env, config.name, config.dense_reward, intervention_mode, digest)
 
 
 def env_spec(env: gym.Env, task: str, dense_reward: bool = False, intervention_mode: str = "hil",

@@ -119,7 +119,7 @@ def _checkpoint(cfg: ActorConfig, env: gym.Env) -> Policy:
 
     agent, train_cfg = load_agent(Path(cfg.checkpoint))
     if agent.obs_keys != sorted(env.observation_space.spaces):
-        raise ValueError(f"checkpoint {cfg.checkpoint} (task {train_cfg.task}, obs {train_cfg.obs}) expects "
+        raise ValueError(f"checkpoint {cfg.checkpoint} (task {train_cfg.env.task}, obs {train_cfg.env.obs}) expects "
                          f"keys {agent.obs_keys}; the env gives {sorted(env.observation_space.spaces)}")
     return AgentPolicy(agent, cfg.deterministic)
 
@@ -203,12 +203,13 @@ def link_config(cfg: ActorConfig, env_kwargs: dict[str, Any]) -> LinkActorConfig
     (hardware_config, cameras, privileged_task) and intervention mode."""
     from robot_rl.distributed.config import ActorConfig as LinkActorConfig
     from robot_rl.distributed.config import LinkConfig
+    from robot_rl.training.env_factory import EnvConfig
 
     host, _, port = cfg.learner_address.rpartition(":")
     return LinkActorConfig(
         link=LinkConfig(host=host or "127.0.0.1", port=int(port)), actor_id=cfg.actor_id, seed=cfg.seed,
-        env_factory="robot_rl.ros.spec_env:make_contract_env",
-        env_kwargs=json.dumps(env_kwargs, sort_keys=True),
+        env=EnvConfig(env_factory="robot_rl.ros.spec_env:make_contract_env",
+                      env_kwargs=json.dumps(env_kwargs, sort_keys=True)),
         deterministic=cfg.deterministic, control_hz=0.0,
         intervention_mode=cfg.intervention_mode,
         env_interventions=True)  # the bridge's mux flags them in every step's echo

@@ -4,31 +4,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+
+import tyro
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.data.replay import ReplayConfig
-from robot_rl.rewards.state_check import check_classifier_reward
 from robot_rl.teleop.base import TeleopName
 from robot_rl.teleop.corrector import CorrectorConfig
+from robot_rl.training.env_factory import EnvConfig
 
-# What `robot-rl train` with no arguments runs: a recipe that learns in minutes on a laptop CPU (reach: ~95%
-# deterministic success after 5k env steps, see docs/benchmarks.md). The full RLPD/SERL recipe is SACConfig's
-# own defaults: `--agent.num-critics 10 --agent.hidden-dims 256 256 --agent.utd-ratio 4` (GPU box advised).
-CPU_QUICKSTART_AGENT = SACConfig(num_critics=2, hidden_dims=(128, 128), utd_ratio=8)
+PresetName = Literal["quickstart", "rlpd"]
+PRESETS: dict[str, SACConfig] = {
+    "quickstart": SACConfig(num_critics=2, hidden_dims=(128, 128), utd_ratio=8),
+    "rlpd": SACConfig(),
+}
+"""The learner recipes a run is started from by name (``--preset``). ``quickstart``, the default, learns in
+minutes on a laptop CPU (reach: ~95% deterministic success after 5k env steps, docs/benchmarks.md): 2 critics
+of 128x128 at UTD 8. ``rlpd`` is the full RLPD/SERL recipe, ``SACConfig``'s own defaults: an ensemble of 10
+critics of 256x256 at UTD 4 (a GPU machine is advised; it is also what runs with interventions want)."""
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    task: str = "reach"
-    """A robot_rl task (reach, pick_cube, peg_insert, push) or any gymnasium id with Box/Dict observations."""
-    obs: Literal["state", "pixels"] = "state"
-    """Observation mode of robot_rl tasks: privileged state, or proprio + camera images."""
-    image_size: int = 64
-    """Camera image side (px) in pixel mode."""
-    cameras: tuple[str, ...] = ("front", "wrist")
-    dense_reward: bool = False
-    """Add the task's weighted shaping terms to the sparse success reward (robot_rl tasks)."""
+    env: Annotated[EnvConfig, tyro.conf.arg(name="")] = field(default_factory=EnvConfig)
+    """Task, observations, cameras and reward source."""
     demos: Path | None = None
     """Folder of recorded demos (``robot-rl record-demos``). Without it, ``scripted_demos`` are recorded."""
     scripted_demos: int = 20
@@ -64,8 +64,11 @@ class TrainConfig:
     actors: int = 0
     """0: one process. N > 0: one learner plus N local sim actor processes over loopback gRPC (needs the
     ``dist`` extra; see docs/distributed.md)."""
-    agent: SACConfig = field(default_factory=lambda: CPU_QUICKSTART_AGENT)
-    """Learner; the default is the CPU quick-start preset (see ``CPU_QUICKSTART_AGENT``)."""
+    preset: PresetName = "quickstart"
+    """The named recipe the ``agent`` defaults come from (``PRESETS``): ``quickstart`` (CPU) or ``rlpd`` (the
+    full RLPD recipe); ``--agent.*`` flags override single fields of it."""
+    agent: SACConfig = field(default_factory=lambda: PRESETS["quickstart"])
+    """Learner; the defaults are those of ``preset``."""
     replay: ReplayConfig = field(default_factory=lambda: ReplayConfig(n_step=3))
     # --- human in the loop (docs/human_in_the_loop.md) ---
     teleop: TeleopName = "none"
@@ -78,13 +81,13 @@ class TrainConfig:
     """Also store intervention transitions in the demo buffer (sampled 50/50 with online data)."""
     corrector: CorrectorConfig = field(default_factory=CorrectorConfig)
     """The scripted corrector (``--teleop scripted``)."""
-    reward_classifier: Path | None = None
-    """Sparse reward from this trained success classifier (``robot-rl train-classifier``) instead of the task's."""
-    classifier_threshold: float | None = None
-    """Override the classifier's validation-chosen threshold."""
-    classifier_state_checks: tuple[str, ...] = ()
-    """Conditions ANDed with the classifier's success, each ``field:index:low:high`` over the contract state,
-    e.g. ``tcp_pos:2:0.06:inf`` (gripper above 6 cm), as HIL-SERL does on real tasks."""
+
+    @classmethod
+    def from_preset(cls, preset: str, **fields: object) -> TrainConfig:
+        """A config whose agent is ``PRESETS[preset]`` (unless ``fields`` give one)."""
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; presets: {sorted(PRESETS)}")
+        return cls(**{"preset": preset, "agent": PRESETS[preset], **fields})  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         for name in ("total_env_steps", "batch_size", "eval_every", "eval_episodes", "checkpoint_every"):
@@ -103,5 +106,4 @@ class TrainConfig:
                 f"TrainConfig.teleop={self.teleop!r} cannot drive {self.actors} actor processes; with --actors "
                 "use 'scripted', or run `robot-rl actor --teleop DEVICE` where the device is"
             )
-        check_classifier_reward("TrainConfig", self.reward_classifier, self.classifier_threshold,
-                                self.classifier_state_checks)
+

@@ -13,6 +13,7 @@ Seams for extensions: ``SACAgent.batch_transform`` (symmetry augmentation) is pa
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler
 from robot_rl.data.transition import EXTRAS, episode_extras
 from robot_rl.training.config import TrainConfig
-from robot_rl.training.env_factory import is_robot_rl_task
+from robot_rl.training.env_factory import EnvConfig, is_robot_rl_task
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.hil import prepare_demo
 from robot_rl.training.record import demo_summary, record_scripted_demos
@@ -48,7 +49,20 @@ TRAIN_LOG_EVERY = 250
 
 
 def load_run_config(run: Path) -> TrainConfig:
-    return from_jsonable(TrainConfig, RunDir(run).read_config(), where=f"{run}/config.json")
+    return from_jsonable(TrainConfig, _nested_env(RunDir(run).read_config(), run), where=f"{run}/config.json")
+
+
+def _nested_env(doc: dict[str, Any], run: Path) -> dict[str, Any]:
+    """A run folder from before the env settings were one ``EnvConfig``: they were top-level keys of config.json,
+    and a learner's env factory was in distributed.json."""
+    if "env" in doc:
+        return doc
+    names = [f.name for f in dataclasses.fields(EnvConfig)]
+    env = {name: doc.pop(name) for name in names if name in doc}
+    link = run / DISTRIBUTED_FILE
+    if link.exists():
+        env.update({k: v for k, v in json.loads(link.read_text()).items() if k in ("env_factory", "env_kwargs")})
+    return {**doc, "env": env}
 
 
 def resumed_config(requested: TrainConfig, run: Path) -> TrainConfig:
@@ -92,8 +106,8 @@ class LearnerCore:
             return load_demos(cfg.demos), str(cfg.demos)
         if (recorded / "meta.json").exists():
             return load_demos(recorded), str(recorded)
-        if cfg.scripted_demos > 0 and record_env is not None and is_robot_rl_task(cfg.task):
-            episodes, stats = record_scripted_demos(record_env, cfg.task, cfg.scripted_demos, recorded,
+        if cfg.scripted_demos > 0 and record_env is not None and is_robot_rl_task(cfg.env.task):
+            episodes, stats = record_scripted_demos(record_env, cfg.env.task, cfg.scripted_demos, recorded,
                                                     noise_std=cfg.demo_noise, seed=cfg.seed)
             return episodes, f"{demo_summary(stats, cfg.scripted_demos, cfg.demo_noise)} -> {recorded}"
         return [], "none"

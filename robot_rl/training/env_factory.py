@@ -1,15 +1,68 @@
-"""Build the training/eval env: a robot_rl task, any gymnasium env on the learner's dict convention, or a
-user's ``module:function`` env factory (a real arm's contract env, tests)."""
+"""``EnvConfig``, the one description of a run's environment and reward source, and the env it builds: a
+robot_rl task, any gymnasium env on the learner's dict convention, or a user's ``module:function`` env factory
+(a real arm's contract env, tests)."""
 
 from __future__ import annotations
 
 import importlib
 import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 import gymnasium as gym
 import numpy as np
 
 from robot_rl.envs.wrappers import DictObservation
+from robot_rl.rewards.state_check import check_classifier_reward
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Which environment a run trains, evaluates or acts in, and where its reward comes from. ``robot-rl train``,
+    ``learner`` and ``actor`` nest this one config, so their defaults cannot disagree (its flags carry no
+    prefix: ``--task``, ``--obs``; ``--train.task`` under ``learner``)."""
+
+    task: str = "reach"
+    """A robot_rl task (reach, pick_cube, peg_insert, push) or any gymnasium id with Box/Dict observations."""
+    obs: Literal["state", "pixels"] = "state"
+    """Observation mode of robot_rl tasks: privileged state, or proprio + camera images."""
+    image_size: int = 64
+    """Camera image side (px) in pixel mode."""
+    cameras: tuple[str, ...] = ("front", "wrist")
+    dense_reward: bool = False
+    """Add the task's weighted shaping terms to the sparse success reward (robot_rl tasks)."""
+    env_factory: str | None = None
+    """``module:function`` returning a gymnasium env with dict observations, instead of ``task`` (real robots,
+    tests). Actor and learner must describe the same observation/action spaces."""
+    env_kwargs: str = "{}"
+    """JSON object of keyword arguments for ``env_factory``."""
+    reward_classifier: Path | None = None
+    """Sparse reward from this trained success classifier (``robot-rl train-classifier``) instead of the task's;
+    with actors it is computed on the actor (the handshake compares the file's digest on both ends)."""
+    classifier_threshold: float | None = None
+    """Override the classifier's validation-chosen threshold."""
+    classifier_state_checks: tuple[str, ...] = ()
+    """Conditions ANDed with the classifier's success, each ``field:index:low:high`` over the contract state,
+    e.g. ``tcp_pos:2:0.06:inf`` (gripper above 6 cm), as HIL-SERL does on real tasks."""
+
+    def __post_init__(self) -> None:
+        if self.env_factory is not None and ":" not in self.env_factory:
+            raise ValueError(
+                f"EnvConfig.env_factory must look like 'package.module:function', got {self.env_factory!r}")
+        try:
+            kwargs = json.loads(self.env_kwargs)
+        except ValueError as e:
+            raise ValueError(f"EnvConfig.env_kwargs must be a JSON object, got {self.env_kwargs!r} ({e})") from e
+        if not isinstance(kwargs, dict):
+            raise ValueError(f"EnvConfig.env_kwargs must be a JSON object, got {self.env_kwargs!r}")
+        check_classifier_reward("EnvConfig", self.reward_classifier, self.classifier_threshold,
+                                self.classifier_state_checks)
+
+    @property
+    def name(self) -> str:
+        """What the handshake calls this env: the factory when one builds it, else the task."""
+        return self.env_factory or self.task
 
 
 def is_robot_rl_task(name: str) -> bool:
@@ -85,9 +138,8 @@ def _from_factory(env_factory: str, env_kwargs: str, render_mode: str | None) ->
     return factory(**kwargs)
 
 
-def make_env_from_config(config, render_mode: str | None = None, training: bool = False,
-                         env_factory: str | None = None, env_kwargs: str = "{}") -> gym.Env:
-    """The env a ``TrainConfig`` describes (training, evaluation and ``robot-rl eval`` build it the same way).
+def make_env_from_config(config: EnvConfig, render_mode: str | None = None, training: bool = False) -> gym.Env:
+    """The env ``config`` describes (training, evaluation, actors and ``robot-rl eval`` build it the same way).
 
     ``training`` with a reward classifier: a simulated task does not end on its own success, as a real arm does
     not; only the classifier ends episodes. Else a success the classifier has not yet seen would end the episode
@@ -101,6 +153,6 @@ def make_env_from_config(config, render_mode: str | None = None, training: bool 
         render_mode=render_mode,
         dense_reward=config.dense_reward,
         terminate_on_success=not (training and config.reward_classifier is not None),
-        env_factory=env_factory,
-        env_kwargs=env_kwargs,
+        env_factory=config.env_factory,
+        env_kwargs=config.env_kwargs,
     )

@@ -24,10 +24,12 @@ RLIF_PENALTY = -1.0
 
 def wrap_training_env(env: gym.Env, cfg: Any, device: Teleoperator | None = None) -> gym.Env:
     """``cfg`` is a ``TrainConfig``; ``device`` overrides ``cfg.teleop`` (tests, the ROS actor)."""
-    if cfg.reward_classifier is not None:
+    reward = cfg.env
+    if reward.reward_classifier is not None:
         from robot_rl.rewards.wrapper import wrap_with_classifier
 
-        env = wrap_with_classifier(env, cfg.reward_classifier, cfg.classifier_threshold, cfg.classifier_state_checks)
+        env = wrap_with_classifier(env, reward.reward_classifier, reward.classifier_threshold,
+                                   reward.classifier_state_checks)
     if device is None and cfg.teleop != "none":
         device = make_teleop(cfg.teleop, cfg.corrector)
     return with_teleop(env, device, cfg.intervention_mode) if device is not None else env
@@ -52,7 +54,7 @@ def few_critics_warning(cfg: Any) -> str | None:
         return None
     return (
         f"warning: --teleop {cfg.teleop} with --agent.num-critics {n}: with interventions a small critic "
-        f"ensemble diverged in our benchmarks; --agent.num-critics {STABLE_CRITICS_WITH_INTERVENTIONS} is advised"
+        f"ensemble diverged in our benchmarks; --preset rlpd ({STABLE_CRITICS_WITH_INTERVENTIONS} critics) is advised"
     )
 
 

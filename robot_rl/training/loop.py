@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -18,7 +16,6 @@ from robot_rl.data.transition import step_env
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.core import (
     CHECKPOINT,
-    DISTRIBUTED_FILE,
     LearnerCore,
     load_run_config,
     resumed_config,
@@ -48,11 +45,11 @@ class Trainer(LearnerCore):
         check_rlif_has_device(config)
         start_process(config)
         cfg = config
-        self.env = wrap_training_env(make_env_from_config(cfg, training=True), cfg)  # teleop / reward classifier
-        want_video = cfg.video == "on" or (cfg.video == "auto" and cfg.obs == "pixels")
-        self.record_video = want_video and is_robot_rl_task(cfg.task)
-        self.eval_env = make_env_from_config(cfg, render_mode="rgb_array" if self.record_video else None)
-        run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.task, cfg.obs))
+        self.env = wrap_training_env(make_env_from_config(cfg.env, training=True), cfg)  # teleop / reward classifier
+        want_video = cfg.video == "on" or (cfg.video == "auto" and cfg.env.obs == "pixels")
+        self.record_video = want_video and is_robot_rl_task(cfg.env.task)
+        self.eval_env = make_env_from_config(cfg.env, render_mode="rgb_array" if self.record_video else None)
+        run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.env.task, cfg.env.obs))
         super().__init__(cfg, self.env.observation_space, self.env.action_space, run_dir)
         self.router = make_router(cfg, self.replay, self.demo_replay)  # interventions -> demos; RLIF labels
 
@@ -159,14 +156,6 @@ class Trainer(LearnerCore):
         else:
             print(text, flush=True)
 
-def _run_env(run: Path, cfg: TrainConfig) -> Any:
-    """The env whose spaces the run's agent was built for: a learner's ``env_factory`` (a real arm's spec env)
-    when it had one, else the task of its config."""
-    distributed = run / DISTRIBUTED_FILE
-    link = json.loads(distributed.read_text()) if distributed.exists() else {}
-    return make_env_from_config(cfg, env_factory=link.get("env_factory"), env_kwargs=link.get("env_kwargs", "{}"))
-
-
 def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, TrainConfig]:
     """Rebuild the agent of a run folder (or of a checkpoint file inside one) for evaluation/deployment."""
     path = Path(run_or_checkpoint)
@@ -178,7 +167,7 @@ def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, 
     run = ckpt.parent.parent
     cfg = load_run_config(run)
     state = read_checkpoint(ckpt, device)
-    env = _run_env(run, cfg)
+    env = make_env_from_config(cfg.env)  # the spaces the agent was built for
     agent = SACAgent(cfg.agent, env.observation_space, env.action_space, device=device, seed=cfg.seed)
     env.close()
     try:

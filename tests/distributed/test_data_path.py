@@ -19,7 +19,7 @@ from robot_rl.distributed.config import LearnerConfig, LinkConfig
 from robot_rl.distributed.learner import Learner
 from robot_rl.sim.registry import make_expert
 from robot_rl.training.config import TrainConfig
-from robot_rl.training.env_factory import make_training_env
+from robot_rl.training.env_factory import EnvConfig, make_training_env
 from robot_rl.training.hil import make_router
 
 Step = tuple[dict, np.ndarray, float, dict, bool, bool, dict]
@@ -68,7 +68,7 @@ def transitions(replay: ReplayBuffer) -> list[tuple]:
 
 def learner_and_one_process(tmp_path: Path, n_step: int) -> tuple[Learner, TrainConfig, ReplayBuffer, ReplayBuffer]:
     """A learner, and the online / demo buffers ``robot-rl train`` would fill, with the same settings."""
-    train = TrainConfig(task="pick_cube", scripted_demos=0, replay=ReplayConfig(n_step=n_step),
+    train = TrainConfig(env=EnvConfig(task="pick_cube"), scripted_demos=0, replay=ReplayConfig(n_step=n_step),
                         run_dir=tmp_path / "run", progress=False)
     learner = Learner(LearnerConfig(train=train, evaluate=False), token="t" * 16)
     space, adim = learner.env.observation_space, learner.env.action_space.shape[0]

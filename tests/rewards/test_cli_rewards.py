@@ -11,6 +11,7 @@ pytest.importorskip("robot_rl.sim")  # sets MUJOCO_GL before mujoco loads
 
 from robot_rl.cli import main
 from robot_rl.rewards.dataset import load_frames
+from robot_rl.training.env_factory import EnvConfig
 
 TINY_TRAIN = ["--agent.hidden-dims", "32", "32", "--agent.num-critics", "2", "--agent.utd-ratio", "1",
               "--batch-size", "32", "--learning-starts", "50", "--eval-episodes", "1", "--torch-threads", "1",
@@ -74,12 +75,11 @@ def test_bad_arguments_fail_with_a_message(tmp_path: Path, capsys) -> None:
 
 def test_only_the_classifier_ends_training_episodes(tmp_path: Path) -> None:
     """Under a classifier the sim task runs on after its own success (as a real arm does); evaluation does not."""
-    from robot_rl.training.config import TrainConfig
     from robot_rl.training.env_factory import make_env_from_config
 
     clf = tmp_path / "clf.pt"
     clf.write_bytes(b"")
-    with_clf, plain = TrainConfig(task="pick_cube", reward_classifier=clf), TrainConfig(task="pick_cube")
+    with_clf, plain = EnvConfig(task="pick_cube", reward_classifier=clf), EnvConfig(task="pick_cube")
     ends = {(name, training): make_env_from_config(cfg, training=training).unwrapped.cfg.terminate_on_success
             for name, cfg in (("classifier", with_clf), ("plain", plain)) for training in (True, False)}
     assert ends == {("classifier", True): False, ("classifier", False): True, ("plain", True): True,

@@ -28,7 +28,7 @@ from robot_rl_ros.specs import LEARNER_COMMAND, SPECS, NodeSpec, learner_argv  #
 from robot_rl.cli import parse  # noqa: E402
 from robot_rl.distributed.config import LearnerConfig  # noqa: E402
 from robot_rl.ros.spec_env import make_contract_env  # noqa: E402
-from robot_rl.training.env_factory import make_training_env  # noqa: E402
+from robot_rl.training.env_factory import make_env_from_config  # noqa: E402
 
 PACKAGE_LAUNCH = sorted((PKG / "launch").glob("*.launch.py"))
 USER_LAUNCH = sorted((REPO / "launch").glob("*.launch.py"))
@@ -211,7 +211,7 @@ def test_real_arm_launch_with_learner() -> None:
     config = parse(list(cmd[1:]))  # the command robot-rl really accepts, building the actor's spaces
     assert isinstance(config, LearnerConfig) and (config.link.host, config.link.port) == ("gpu-box", 50051)
     assert not config.evaluate
-    env = make_training_env(config.train.task, env_factory=config.env_factory, env_kwargs=config.env_kwargs)
+    env = make_env_from_config(config.train.env)
     actor_env = make_contract_env("ur5e", ["realsense_d435_front", "realsense_d405_wrist"])
     assert env.observation_space == actor_env.observation_space
     assert _nodes(plans)["robot_bridge"].overrides == {"hardware_config": "ur5e"}
@@ -253,7 +253,7 @@ def test_bridge_and_learner_launch() -> None:
     assert cmd[:2] == LEARNER_COMMAND
     config = parse(list(cmd[1:]))
     assert isinstance(config, LearnerConfig) and config.link.host == "0.0.0.0"
-    assert str(config.train.run_dir) == "runs/x" and "franka_fr3" in config.env_kwargs
+    assert str(config.train.run_dir) == "runs/x" and "franka_fr3" in config.train.env.env_kwargs
     with pytest.raises(ValueError, match="host:port"):
         learner_argv("gpu-box", "franka_fr3")
     with pytest.raises(ValueError, match=r"unknown argument\(s\) \['hw'\]"):

@@ -149,7 +149,7 @@ def test_remote_ros_actor_link_speaks_the_learners_intervention_mode() -> None:
     assert (link.link.host, link.link.port) == ("gpu-box", 6000)
     assert link.intervention_mode == "rlif" and link.env_interventions and link.teleop == "none"
     env = make_contract_env(**kwargs)
-    factory = link.env_factory
+    factory = link.env.env_factory
     assert env_spec(env, factory, False, "rlif") == env_spec(env, factory, False, link.intervention_mode)
     assert env_spec(env, factory, False, "hil") != env_spec(env, factory, False, "rlif")  # refused at handshake
     with pytest.raises(ValueError, match="intervention_mode must be one of"):

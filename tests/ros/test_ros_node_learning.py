@@ -40,8 +40,8 @@ SPEC_ENV = "robot_rl.ros.spec_env:make_contract_env"
 
 def start_learner(run: Path, demos: Path) -> subprocess.Popen:
     cmd = [
-        sys.executable, "-m", "robot_rl.cli", "learner", "--env-factory", SPEC_ENV,
-        "--env-kwargs", json.dumps({"privileged_task": "reach"}), "--train.run-dir", str(run),
+        sys.executable, "-m", "robot_rl.cli", "learner", "--train.env-factory", SPEC_ENV,
+        "--train.env-kwargs", json.dumps({"privileged_task": "reach"}), "--train.run-dir", str(run),
         "--train.demos", str(demos), "--train.total-env-steps", str(BUDGET), "--train.learning-starts", "200",
         "--train.torch-threads", "1", "--train.no-progress", "--link.port", "0", "--no-evaluate",
         "--weights-period-s", "1", "--checkpoint-period-s", "30",

@@ -31,9 +31,10 @@ def test_startup_errors_are_one_line(tmp_path) -> None:
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     from robot_rl.training.config import TrainConfig
+    from robot_rl.training.env_factory import EnvConfig
     from robot_rl.training.run_dir import RunDir
 
-    RunDir(run).create(TrainConfig(task="reach"))
+    RunDir(run).create(TrainConfig(env=EnvConfig(task="reach")))
     truncated = run / "checkpoints" / "latest.pt"
     truncated.write_bytes(b"PK\x03\x04 not a whole zip")
 

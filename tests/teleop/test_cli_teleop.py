@@ -13,6 +13,7 @@ pytest.importorskip("robot_rl.sim")  # sets MUJOCO_GL before mujoco loads
 from robot_rl.cli import main
 from robot_rl.data.demos import load_demos
 from robot_rl.training.config import TrainConfig
+from robot_rl.training.env_factory import EnvConfig
 from robot_rl.training.hil import teleop_device
 from robot_rl.training.loop import Trainer, load_run_config
 
@@ -64,8 +65,8 @@ def test_trainer_routes_interventions_to_the_demo_buffer_and_rlif_rewards(tmp_pa
 
 def test_scripted_demos_are_recorded_without_the_corrector(tmp_path: Path) -> None:
     """The corrector watches training, not demo recording (it would take over from a noisy expert)."""
-    cfg = TrainConfig(task="pick_cube", scripted_demos=2, demo_noise=0.85, teleop="scripted", progress=False,
-                      torch_threads=1, run_dir=tmp_path / "run")
+    cfg = TrainConfig(env=EnvConfig(task="pick_cube"), scripted_demos=2, demo_noise=0.85, teleop="scripted",
+                      progress=False, torch_threads=1, run_dir=tmp_path / "run")
     trainer = Trainer(cfg)
     device = teleop_device(trainer.env)
     assert device is not None and (device.episodes, device.takeovers) == (0, 0)
@@ -79,7 +80,7 @@ def test_config_errors_name_the_field() -> None:
     with pytest.raises(ValueError, match="'keyboard' cannot drive 2 actor processes"):
         TrainConfig(teleop="keyboard", actors=2)
     with pytest.raises(ValueError, match="reward_classifier"):
-        TrainConfig(reward_classifier=Path("/nonexistent.pt"))
+        EnvConfig(reward_classifier=Path("/nonexistent.pt"))
 
 
 def test_record_demos_with_scripted_device(tmp_path: Path, capsys) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from robot_rl.cli import main
 from robot_rl.data.demos import load_demos
+from robot_rl.training.env_factory import EnvConfig
 from robot_rl.training.loop import Trainer, load_agent, load_run_config
 
 TINY = [
@@ -106,7 +107,7 @@ def test_eval_of_a_truncated_or_empty_checkpoint_names_the_file(tmp_path: Path, 
     from robot_rl.training.run_dir import RunDir
 
     run = tmp_path / "run"
-    RunDir(run).create(TrainConfig(task="reach"))
+    RunDir(run).create(TrainConfig(env=EnvConfig(task="reach")))
     checkpoint = run / "checkpoints" / "latest.pt"
     for content in (b"", b"PK\x03\x04 truncated"):
         checkpoint.write_bytes(content)

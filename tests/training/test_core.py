@@ -11,15 +11,16 @@ import torch
 from robot_rl.agents.config import SACConfig
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.core import CHECKPOINT, CHECKPOINT_FORMAT
+from robot_rl.training.env_factory import EnvConfig
 from robot_rl.training.loop import Trainer
 
 EPISODE = 80  # two of reach's 40-step episodes: the interruption falls on an episode boundary
 
 
 def tiny(run: Path, steps: int, resume: Path | None = None) -> TrainConfig:
-    return TrainConfig(task="reach", total_env_steps=steps, learning_starts=50, batch_size=32, eval_every=10_000,
-                       eval_episodes=1, checkpoint_every=10_000, scripted_demos=2, seed=3, torch_threads=1,
-                       progress=False, run_dir=run, resume=resume,
+    return TrainConfig(env=EnvConfig(task="reach"), total_env_steps=steps, learning_starts=50, batch_size=32,
+                       eval_every=10_000, eval_episodes=1, checkpoint_every=10_000, scripted_demos=2, seed=3,
+                       torch_threads=1, progress=False, run_dir=run, resume=resume,
                        agent=SACConfig(num_critics=2, hidden_dims=(32, 32), utd_ratio=2))
 
 

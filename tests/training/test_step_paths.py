@@ -12,7 +12,7 @@ import pytest
 
 from robot_rl.data.transition import EnvStep, Transition
 from robot_rl.training.config import TrainConfig
-from robot_rl.training.env_factory import make_training_env
+from robot_rl.training.env_factory import EnvConfig, make_training_env
 from robot_rl.training.loop import Trainer
 
 STEPS = 40  # one reach episode
@@ -37,8 +37,9 @@ def as_rows(transitions: list[Transition]) -> list[tuple]:
 
 
 def single_process(tmp_path: Path) -> list[Transition]:
-    trainer = Trainer(TrainConfig(task="reach", total_env_steps=STEPS, learning_starts=10 * STEPS, scripted_demos=0,
-                                  eval_every=10 * STEPS, progress=False, torch_threads=1, run_dir=tmp_path / "run"))
+    trainer = Trainer(TrainConfig(env=EnvConfig(task="reach"), total_env_steps=STEPS, learning_starts=10 * STEPS,
+                                  scripted_demos=0, eval_every=10 * STEPS, progress=False, torch_threads=1,
+                                  run_dir=tmp_path / "run"))
     trainer.env = SeededResets(trainer.env)
     trainer.agent.act = policy  # type: ignore[method-assign]
     seen: list[Transition] = []
@@ -90,7 +91,7 @@ def grpc_actor() -> list[Transition]:
     from robot_rl.distributed.actor import Actor
     from robot_rl.distributed.config import ActorConfig
 
-    actor = Actor(ActorConfig(task="reach", max_steps=STEPS), token="t" * 16,
+    actor = Actor(ActorConfig(env=EnvConfig(task="reach"), max_steps=STEPS), token="t" * 16,
                   env=SeededResets(make_training_env("reach")))
     actor.client = RecordingClient()  # type: ignore[assignment]
     actor.policy = FixedPolicy()  # type: ignore[assignment]

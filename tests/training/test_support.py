@@ -10,6 +10,7 @@ import pytest
 
 from robot_rl.envs.wrappers import DictObservation
 from robot_rl.training.config import TrainConfig
+from robot_rl.training.env_factory import EnvConfig
 from robot_rl.training.evaluate import wilson_interval
 from robot_rl.training.run_dir import RunDir
 from robot_rl.utils.config_io import from_jsonable, to_jsonable
@@ -18,7 +19,7 @@ from robot_rl.utils.config_io import from_jsonable, to_jsonable
 def test_train_config_round_trip() -> None:
     from robot_rl.agents.config import SACConfig
 
-    cfg = TrainConfig(task="reach", agent=SACConfig(num_critics=2, hidden_dims=(64, 64)))
+    cfg = TrainConfig(env=EnvConfig(task="reach"), agent=SACConfig(num_critics=2, hidden_dims=(64, 64)))
     assert from_jsonable(TrainConfig, to_jsonable(cfg)) == cfg
 
 
@@ -32,7 +33,7 @@ def test_unknown_config_key_is_named() -> None:
 def test_run_folder_is_claimed_by_one_run_only(tmp_path) -> None:
     """Two runs started on the same folder (two benchmark runs in the same second): the second is refused and
     the first run's config.json stays whole and its own; no temporary file is left behind."""
-    first, second = TrainConfig(task="reach", seed=1), TrainConfig(task="reach", seed=2)
+    first, second = TrainConfig(env=EnvConfig(task="reach"), seed=1), TrainConfig(env=EnvConfig(task="reach"), seed=2)
     RunDir(tmp_path / "run").create(first)
     with pytest.raises(FileExistsError, match="already holds a run; use --resume"):
         RunDir(tmp_path / "run").create(second)
@@ -45,7 +46,7 @@ def test_run_folder_is_claimed_by_one_run_only(tmp_path) -> None:
     def claim(seed: int) -> None:
         barrier.wait()
         try:
-            RunDir(tmp_path / "race").create(TrainConfig(task="reach", seed=seed))
+            RunDir(tmp_path / "race").create(TrainConfig(env=EnvConfig(task="reach"), seed=seed))
             outcome[seed] = "won"
         except FileExistsError:
             outcome[seed] = "refused"

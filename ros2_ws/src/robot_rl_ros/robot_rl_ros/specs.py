@@ -112,8 +112,8 @@ def learner_argv(address: str, hardware_config: str, cameras: Sequence[str] = ()
     if not sep or not host or not port.isdigit():
         raise ValueError(f"learner address must be host:port, got {address!r}")
     kwargs = {"hardware_config": hardware_config, "cameras": list(cameras), "privileged_task": privileged_task}
-    return [*LEARNER_COMMAND, "--link.host", host, "--link.port", port, "--env-factory", SPEC_ENV,
-            "--env-kwargs", json.dumps(kwargs, sort_keys=True), "--no-evaluate",
+    return [*LEARNER_COMMAND, "--link.host", host, "--link.port", port, "--train.env-factory", SPEC_ENV,
+            "--train.env-kwargs", json.dumps(kwargs, sort_keys=True), "--no-evaluate",
             "--train.intervention-mode", intervention_mode, *extra]
 
 
