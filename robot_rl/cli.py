@@ -237,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
     from robot_rl.training.config import TrainConfig
 
-    chosen = parse(sys.argv[1:] if argv is None else argv)
     try:
+        chosen = parse(sys.argv[1:] if argv is None else argv)  # a nested config's check raises ValueError here
         if isinstance(chosen, TrainConfig):
             return _train(chosen)
         if isinstance(chosen, EvalArgs):

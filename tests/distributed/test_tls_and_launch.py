@@ -140,7 +140,7 @@ def test_train_with_actors_and_scripted_correctors_writes_the_usual_run_folder(t
     from robot_rl.training.loop import load_agent
 
     agent, cfg = load_agent(run)  # `robot-rl eval RUN` works on it
-    assert cfg.task == "reach" and agent.num_critic_updates > 0
+    assert cfg.env.task == "reach" and agent.num_critic_updates > 0
     metrics = (run / "metrics.csv").read_text()
     assert "eval," in metrics
     assert "episode," in metrics and "link," in metrics

@@ -86,7 +86,7 @@ def test_train_eval_resume(tmp_path: Path, capsys) -> None:
     for name in ("config.json", "git.json", "metrics.csv", "learning_curve.png", "checkpoints/latest.pt"):
         assert (run / name).exists(), name
     assert list((run / "tb").iterdir()), "no TensorBoard events"
-    assert json.loads((run / "config.json").read_text())["task"] == "reach"
+    assert json.loads((run / "config.json").read_text())["env"]["task"] == "reach"
     assert load_run_config(run).total_env_steps == 120
 
     assert main(["eval", str(run), "--episodes", "2"]) == 0

@@ -3,6 +3,7 @@ and checkpoints of every format this version reads load (a newer one is refused 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import torch
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.training.config import TrainConfig
-from robot_rl.training.core import CHECKPOINT, CHECKPOINT_FORMAT
+from robot_rl.training.core import CHECKPOINT, CHECKPOINT_FORMAT, load_run_config
 from robot_rl.training.env_factory import EnvConfig
 from robot_rl.training.loop import Trainer
 
@@ -48,10 +49,15 @@ def test_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     assert len(second.replay) == len(whole.replay)
 
 
-def test_a_checkpoint_without_a_format_number_loads(tmp_path: Path) -> None:
-    """The layout before checkpoints carried a format number (it also held an unused numpy RNG state)."""
+def test_a_run_folder_of_the_first_layout_resumes(tmp_path: Path) -> None:
+    """The first layout: env settings as top-level keys of config.json, no checkpoint format number (and an
+    unused numpy RNG state in the checkpoint)."""
     trainer = Trainer(tiny(tmp_path / "run", 60))
     trainer.run()
+    config_file = tmp_path / "run" / "config.json"
+    doc = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps({**{k: v for k, v in doc.items() if k not in ("env", "preset")}, **doc["env"]}))
+    assert load_run_config(tmp_path / "run").env == trainer.train.env
     path = tmp_path / "run" / "checkpoints" / CHECKPOINT
     state = torch.load(path, weights_only=False)
     old = {k: v for k, v in state.items() if k not in ("format", "update_calls")}
