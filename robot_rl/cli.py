@@ -146,9 +146,9 @@ def run_actor_command(config) -> int:
 def _eval(args: EvalArgs) -> int:
     from robot_rl.training.env_factory import make_env_from_config
     from robot_rl.training.evaluate import evaluate
-    from robot_rl.training.loop import load_agent
+    from robot_rl.training.loop import load_policy
 
-    agent, cfg = load_agent(args.run, args.device)
+    agent, cfg = load_policy(args.run, args.device)
     env = make_env_from_config(cfg.env, render_mode="rgb_array" if args.video else None)
     frames: list | None = [] if args.video else None
     result = evaluate(lambda o: agent.act(o, deterministic=True), env, args.episodes, frames=frames)

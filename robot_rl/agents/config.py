@@ -1,8 +1,7 @@
 """Typed configuration of the SAC / RLPD learner (``SACAgent``); every knob is a field with its help text.
 
-Defaults follow RLPD (``ikostrikov/rlpd``) and SERL / HIL-SERL (``rail-berkeley/serl``, ``hil-serl``); see
-``/work/shared/reference/residual-symmetry-hil.md`` section 5. Where the two differ the field says which one
-the default follows and what the other uses.
+Defaults follow RLPD (``ikostrikov/rlpd``) and SERL / HIL-SERL (``rail-berkeley/serl``, ``hil-serl``). Where
+the two differ the field says which one the default follows and what the other uses.
 """
 
 from __future__ import annotations

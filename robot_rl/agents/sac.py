@@ -25,19 +25,14 @@ from torch import nn
 
 from robot_rl.agents.compiled_steps import CompiledSteps
 from robot_rl.agents.config import SACConfig
-from robot_rl.agents.encoders import ObservationEncoder
 from robot_rl.agents.networks import (
-    GRIPPER_CLASSES,
     EnsembleMLP,
-    TanhGaussianActor,
     Temperature,
     gripper_action_to_class,
-    gripper_class_to_action,
-    mlp,
 )
+from robot_rl.agents.policy import ActingPolicy
 from robot_rl.data.augmentation import augment_batch
 from robot_rl.data.batch import Batch
-from robot_rl.envs.contract import ACTION_DIM
 
 Metrics = dict[str, torch.Tensor]
 
@@ -92,22 +87,12 @@ class SACAgent:
         seed: int = 0,
         batch_transform: Callable[[Batch], Batch] | None = None,
     ) -> None:
-        if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
-            raise TypeError(f"action_space must be a 1-D gymnasium Box, got {action_space}")
-        low = torch.as_tensor(np.asarray(action_space.low, np.float64))
-        high = torch.as_tensor(np.asarray(action_space.high, np.float64))
-        if not (torch.isfinite(low).all() and torch.isfinite(high).all() and (high > low).all()):
-            raise ValueError(f"action_space bounds must be finite with high > low, got {low} .. {high}")
+        self.policy = ActingPolicy(config, observation_space, action_space, device, seed)
         self.config = config
-        self.device = torch.device(device)
-        self.action_dim = int(action_space.shape[0])
-        self.discrete_gripper = config.gripper == "discrete"
-        if self.discrete_gripper and self.action_dim != ACTION_DIM:
-            raise ValueError(
-                f"SACConfig.gripper='discrete' needs the {ACTION_DIM}-D contract action, "
-                f"got action_dim={self.action_dim}"
-            )
-        self.sac_dim = self.action_dim - 1 if self.discrete_gripper else self.action_dim
+        self.device = self.policy.device
+        self.action_dim, self.sac_dim = self.policy.action_dim, self.policy.sac_dim
+        self.discrete_gripper, self.obs_keys = self.policy.discrete_gripper, self.policy.obs_keys
+        self.encoder, self.actor, self.gripper_q = self.policy.encoder, self.policy.actor, self.policy.gripper_q
         self.target_entropy = (
             -self.sac_dim / 2 if config.target_entropy is None else float(config.target_entropy)
         )
@@ -120,25 +105,12 @@ class SACAgent:
             )
 
         with torch.random.fork_rng(devices=[]):  # seeded init without touching the global RNG
-            torch.manual_seed(seed)
+            torch.manual_seed(seed + 2)  # the policy's networks are drawn from seed
             c = config
-            self.encoder = ObservationEncoder(observation_space, c)
-            if self.encoder.out_dim == 0:
-                raise ValueError("observation_space has no keys to encode")
-            feat = self.encoder.out_dim
-            self.obs_keys = sorted(observation_space.spaces)
-            self.actor = TanhGaussianActor(
-                feat, self.sac_dim, c.hidden_dims, c.actor_layer_norm, c.activation, c.log_std_min,
-                c.log_std_max, low[: self.sac_dim], high[: self.sac_dim], getattr(torch, c.precision),
-            )  # fmt: skip
             self.critic = EnsembleMLP(
-                c.num_critics, feat + self.sac_dim, c.hidden_dims, 1, c.critic_layer_norm, c.activation,
-                compute_dtype=getattr(torch, c.precision),
+                c.num_critics, self.encoder.out_dim + self.sac_dim, c.hidden_dims, 1, c.critic_layer_norm,
+                c.activation, compute_dtype=getattr(torch, c.precision),
             )
-            self.gripper_q: nn.Module | None = None
-            if self.discrete_gripper:
-                dims, norm = c.gripper_hidden_dims, c.critic_layer_norm
-                self.gripper_q = mlp(feat, dims, GRIPPER_CLASSES, norm, c.activation)
         shared = {id(m): m for m in self.encoder.shared_modules()}  # one copy for online and target
         self.target_encoder = copy.deepcopy(self.encoder, memo=dict(shared)).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
@@ -170,7 +142,6 @@ class SACAgent:
         self._polyak_target = [p for p, _ in pairs]
         self._polyak_online = [p for _, p in pairs]
         self.generator = torch.Generator(self.device).manual_seed(seed)  # update randomness
-        self.act_generator = torch.Generator(self.device).manual_seed(seed + 1)  # exploration randomness
         self.num_critic_updates = 0
         self.num_actor_updates = 0
         self._training: bool | None = None
@@ -222,20 +193,21 @@ class SACAgent:
     def policy_noise(self, batch_size: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """N(0, 1) noise [batch_size, sac_dim] for ``sample_action``, from ``generator`` (default: the update
         generator)."""
-        gen = self.generator if generator is None else generator
-        return torch.randn((batch_size, self.sac_dim), generator=gen, device=self.device)
+        return self.policy.policy_noise(batch_size, self.generator if generator is None else generator)
 
     def sample_action(
         self, features: torch.Tensor, obs: dict[str, torch.Tensor], noise: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Policy sample for the SAC dims with ``noise`` from ``policy_noise``: (action [B, sac_dim], log_prob
-        [B]). ``obs`` is for extensions (e.g. a residual policy adding a base action); the actor sees
-        ``features`` only."""
-        return self.actor.sample(features, noise)
+        """``ActingPolicy.sample_action``: the losses and acting sample the same way."""
+        return self.policy.sample_action(features, obs, noise)
 
     def deterministic_action(self, features: torch.Tensor, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """tanh(mean) for the SAC dims: [B, sac_dim]."""
-        return self.actor.deterministic(features)
+        return self.policy.deterministic_action(features, obs)
+
+    @property
+    def act_generator(self) -> torch.Generator:
+        """Exploration randomness (the acting policy's)."""
+        return self.policy.act_generator
 
     def target_subset(self) -> torch.Tensor | None:
         """Random subset (long [M], no repeats) of the N target critics; None when M == N (use all)."""
@@ -429,24 +401,15 @@ class SACAgent:
         return dict(zip(metrics.keys(), values))
 
     # ------------------------------------------------------------------------------------------------ act
-    @torch.inference_mode()
     def act(self, obs: dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:
         """One unbatched observation -> float32 action [action_dim] (discrete gripper: last in {-1, 0, 1})."""
         self._set_training(False)
-        x = {k: torch.as_tensor(np.asarray(obs[k])).unsqueeze(0).to(self.device) for k in self.obs_keys}
-        features = self.encoder(x)
-        if deterministic:
-            action = self.deterministic_action(features, x)
-        else:
-            action, _ = self.sample_action(features, x, self.policy_noise(1, self.act_generator))
-        if self.gripper_q is not None:
-            cls = self.gripper_q(features).argmax(-1)
-            eps = self.config.gripper_epsilon
-            gen = self.act_generator
-            if not deterministic and eps > 0 and torch.rand((), generator=gen, device=self.device) < eps:
-                cls = torch.randint(GRIPPER_CLASSES, (1,), generator=gen, device=self.device)
-            action = torch.cat([action, gripper_class_to_action(cls).unsqueeze(-1)], -1)
-        return action[0].float().cpu().numpy()
+        return self.policy.act(obs, deterministic)
+
+    def act_batch(self, obs: dict[str, torch.Tensor], deterministic: bool = False) -> torch.Tensor:
+        """Batched observations [N, ...] on the agent's device -> actions [N, action_dim] (parallel envs)."""
+        self._set_training(False)
+        return self.policy.act_batch(obs, deterministic)
 
     # ----------------------------------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -479,14 +442,8 @@ class SACAgent:
         self.num_actor_updates = int(state["counters"]["actor_updates"])
 
     def actor_state_dict(self) -> dict[str, Any]:
-        """What an actor process needs to act: encoder, actor, gripper head (no critics or optimisers)."""
-        state = {"encoder": self.encoder.state_dict(), "actor": self.actor.state_dict()}
-        if self.gripper_q is not None:
-            state["gripper_q"] = self.gripper_q.state_dict()
-        return state
+        """What an actor process needs to act (``ActingPolicy``): encoder, actor, gripper head."""
+        return self.policy.actor_state_dict()
 
     def load_actor_state_dict(self, state: dict[str, Any]) -> None:
-        self.encoder.load_state_dict(state["encoder"])
-        self.actor.load_state_dict(state["actor"])
-        if self.gripper_q is not None:
-            self.gripper_q.load_state_dict(state["gripper_q"])
+        self.policy.load_actor_state_dict(state)

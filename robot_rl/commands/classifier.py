@@ -122,15 +122,15 @@ def policy_recording_env(
     observations; a pixel policy's cameras must be the ones asked for."""
     from robot_rl.rewards.wrapper import SimCameraObservation
     from robot_rl.sim import make_env
-    from robot_rl.training.loop import load_agent
+    from robot_rl.training.loop import load_policy
 
-    agent, cfg = load_agent(Path(policy))
+    agent, cfg = load_policy(Path(policy))
     if cfg.env.task != task:
         raise ValueError(f"policy {policy}: trained on {cfg.env.task!r}, not {task!r}")
     trained = cfg.env
     if trained.obs == "pixels" and (trained.image_size, tuple(trained.cameras)) != (image_size, tuple(cameras)):
-        raise ValueError(f"policy {policy}: its cameras {list(trained.cameras)} at {trained.image_size} px differ from "
-                         f"the recording's {list(cameras)} at {image_size} px")
+        raise ValueError(f"policy {policy}: its cameras {list(trained.cameras)} at {trained.image_size} px differ "
+                         f"from the recording's {list(cameras)} at {image_size} px")
     env = make_env(task, obs_mode=trained.obs, image_size=image_size, cameras=tuple(cameras),
                    terminate_on_success=False, dense_reward=trained.dense_reward)
     if trained.obs == "state":

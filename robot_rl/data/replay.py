@@ -474,8 +474,9 @@ class ReplayBuffer:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             version = meta.get("format_version")
-            if version not in (1, REPLAY_FORMAT_VERSION):
-                raise ValueError(f"{path}: checkpoint format_version={version!r}, this buffer reads 1 and 2")
+            if version != REPLAY_FORMAT_VERSION:
+                raise ValueError(f"{path}: replay format_version={version!r}; this robot_rl reads format "
+                                 f"{REPLAY_FORMAT_VERSION} (a run saved by another version: continue it with that one)")
             expected = {
                 "capacity": self.capacity,
                 "action_dim": self.action_dim,
@@ -491,46 +492,23 @@ class ReplayBuffer:
             self._ptr, self._written, self._total = int(meta["ptr"]), written, int(meta["total"])
             for name, store in self.arrays.items():
                 store[:] = -1 if name == "next" else 0
-                if name in z.files:
-                    store[:written] = z[name]
-                elif not (name == "next" and version == 1):  # version 1 had no links: rebuilt below
+                if name not in z.files:
                     raise ValueError(f"{path}: checkpoint lacks the {name!r} array")
+                store[:written] = z[name]
             pending = {k: z[k] for k in z.files if k.startswith("pending/")}
-        if version == 1:
-            self._streams = self._contiguous_links(pending)
-        else:
-            self._streams = {
-                s["name"]: _OpenStream(
-                    {k.split("/", 2)[2]: v for k, v in pending.items() if k.split("/", 2)[1] == str(i)},
-                    int(s["last"]),
-                    int(s["last_serial"]),
-                    [int(j) for j in s["tail"]],
-                )
-                for i, s in enumerate(meta["streams"])
-            }
+        self._streams = {
+            s["name"]: _OpenStream(
+                {k.split("/", 2)[2]: v for k, v in pending.items() if k.split("/", 2)[1] == str(i)},
+                int(s["last"]),
+                int(s["last_serial"]),
+                [int(j) for j in s["tail"]],
+            )
+            for i, s in enumerate(meta["streams"])
+        }
         if restore_rng:
             self._rng.bit_generator.state = meta["rng_state"]
         self._valid[:] = False
         self._refresh_valid(np.arange(self.capacity))
-
-    def _contiguous_links(self, pending: Mapping[str, np.ndarray]) -> dict[str, _OpenStream]:
-        """Version 1 checkpoints stored every episode contiguously, with at most one open episode (its next_obs
-        under ``pending/<key>``): rebuild ``next`` (each step record -> the record written after it) and that
-        episode's stream."""
-        cap, newest = self.capacity, (self._ptr - 1) % self.capacity
-        steps = np.flatnonzero(self._is_step[: self._written])
-        steps = steps[steps != newest]  # the newest record's successor is not written
-        self._next[steps] = (steps + 1) % cap
-        if not pending:
-            return {}
-        tail = []
-        for back in range(1, min(self.config.n_step, self._written) + 1):
-            i = (self._ptr - back) % cap
-            if not self._is_step[i]:
-                break
-            tail.insert(0, i)
-        frames = {k[len("pending/") :]: v for k, v in pending.items()}
-        return {DEFAULT_STREAM: _OpenStream(frames, newest, self._total - 1, tail)}
 
 
 class ReplayStream:

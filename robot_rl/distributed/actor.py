@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from robot_rl.agents.config import SACConfig
-from robot_rl.agents.sac import SACAgent
+from robot_rl.agents.policy import ActingPolicy
 from robot_rl.data.transition import step_env
 from robot_rl.distributed.client import ActorClient, LinkRefused
 from robot_rl.distributed.codec import load_weights
@@ -38,9 +38,9 @@ class PolicyHolder:
     """Two policy copies: the weights thread loads new weights into the spare one; the control loop's
     ``maybe_swap`` exchanges them in O(1) and never waits for a load in progress."""
 
-    def __init__(self, make_agent: Callable[[], SACAgent]) -> None:
-        self.active = make_agent()
-        self._spare = make_agent()
+    def __init__(self, make_policy: Callable[[], ActingPolicy]) -> None:
+        self.active = make_policy()
+        self._spare = make_policy()
         # One exploration stream across swaps: two equally seeded generators would replay each other's noise.
         self._spare.act_generator = self.active.act_generator
         self.version = 0
@@ -104,7 +104,7 @@ class Actor:
         reply = self.client.connect(cfg.connect_timeout_s)
         agent_config = from_jsonable(SACConfig, json.loads(reply.agent_config_json), "learner agent config")
         space, action_space = self.env.observation_space, self.env.action_space
-        self.policy = PolicyHolder(lambda: SACAgent(agent_config, space, action_space, cfg.device, cfg.seed))
+        self.policy = PolicyHolder(lambda: ActingPolicy(agent_config, space, action_space, cfg.device, cfg.seed))
         self.client.on_weights = self.policy.load
         self.client.start()
         if cfg.wait_for_weights_s > 0 and not self.policy.loaded.wait(cfg.wait_for_weights_s):

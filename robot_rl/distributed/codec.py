@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from robot_rl.agents.sac import SACAgent
+from robot_rl.agents.policy import ActingPolicy
 from robot_rl.distributed.protocol import pb
 from robot_rl.envs.contract import check_observation
 
@@ -152,7 +152,7 @@ def decode_record(raw: bytes, space: gym.spaces.Dict, action_dim: int) -> Record
 
 
 # ------------------------------------------------------------------------------------------------ weights
-def _frozen_prefixes(agent: SACAgent) -> list[str]:
+def _frozen_prefixes(agent: ActingPolicy) -> list[str]:
     frozen = {id(m) for m in agent.encoder.frozen_modules()}
     return [
         f"{name}."
@@ -161,7 +161,7 @@ def _frozen_prefixes(agent: SACAgent) -> list[str]:
     ]
 
 
-def actor_payload(agent: SACAgent) -> dict[str, Any]:
+def actor_payload(agent: ActingPolicy) -> dict[str, Any]:
     """``agent.actor_state_dict()`` without frozen backbone weights (the actor loads those locally)."""
     state = agent.actor_state_dict()
     prefixes = _frozen_prefixes(agent)
@@ -170,13 +170,13 @@ def actor_payload(agent: SACAgent) -> dict[str, Any]:
     return state
 
 
-def dump_weights(agent: SACAgent) -> bytes:
+def dump_weights(agent: ActingPolicy) -> bytes:
     buf = io.BytesIO()
     torch.save({k: {n: t.detach().cpu() for n, t in v.items()} for k, v in actor_payload(agent).items()}, buf)
     return buf.getvalue()
 
 
-def load_weights(agent: SACAgent, data: bytes) -> None:
+def load_weights(agent: ActingPolicy, data: bytes) -> None:
     """Load ``dump_weights`` bytes into ``agent`` (frozen backbone weights are kept from ``agent``)."""
     payload = torch.load(io.BytesIO(data), map_location=agent.device, weights_only=True)
     prefixes = _frozen_prefixes(agent)

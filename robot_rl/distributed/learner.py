@@ -212,7 +212,7 @@ class Learner(LearnerCore):
         self.weights_version += 1
         doc = json.dumps({"version": self.weights_version}).encode()
         atomic_write(self.run_dir.path / VERSION_FILE, doc)
-        self.server.publish(self.weights_version, self.updates, dump_weights(self.agent))
+        self.server.publish(self.weights_version, self.updates, dump_weights(self.agent.policy))
         self._published_updates = self.updates
 
     def _steps_taken(self) -> int:

@@ -3,7 +3,7 @@
 No ROS import here: the node builds a ``RosArmEnv`` and calls ``run_actor``. Two small registries decide
 where the policy comes from and where transitions go:
 
-``POLICIES``  checkpoint (``load_agent`` on a run folder / checkpoint file), network (an untrained SAC
+``POLICIES``  checkpoint (``load_policy`` on a run folder / checkpoint file), network (an untrained SAC
               actor of the env's spaces: benchmarks), random, zero.
 ``LEARNERS``  none (act only): an entry returns a ``LearnerLink`` that receives every transition (``add``)
               and refreshes the policy (``sync``), called between steps, never inside a ROS callback.
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class ActorConfig:
+class PolicyActorConfig:
     policy: Literal["checkpoint", "network", "random", "zero"] = "zero"
     """zero (the default) holds the arm still: a dry run; checkpoint acts with a trained run; network: an
     untrained SAC actor (benchmarks); random."""
@@ -58,12 +58,12 @@ class ActorConfig:
 
     def __post_init__(self) -> None:
         if self.policy == "checkpoint" and not self.checkpoint and self.learner == "none":
-            raise ValueError("ActorConfig.checkpoint must name a run folder or a checkpoint file")
+            raise ValueError("PolicyActorConfig.checkpoint must name a run folder or a checkpoint file")
         if self.intervention_mode not in INTERVENTION_MODES:
-            raise ValueError(f"ActorConfig.intervention_mode must be one of {INTERVENTION_MODES}, "
+            raise ValueError(f"PolicyActorConfig.intervention_mode must be one of {INTERVENTION_MODES}, "
                              f"got {self.intervention_mode!r}")
         if self.episodes < 0:
-            raise ValueError(f"ActorConfig.episodes must be >= 0, got {self.episodes}")
+            raise ValueError(f"PolicyActorConfig.episodes must be >= 0, got {self.episodes}")
 
 
 class Policy(Protocol):
@@ -114,31 +114,32 @@ class ZeroPolicy:
         return self.action
 
 
-def _checkpoint(cfg: ActorConfig, env: gym.Env) -> Policy:
-    from robot_rl.training.loop import load_agent
+def _checkpoint(cfg: PolicyActorConfig, env: gym.Env) -> Policy:
+    from robot_rl.training.loop import load_policy
 
-    agent, train_cfg = load_agent(Path(cfg.checkpoint))
-    if agent.obs_keys != sorted(env.observation_space.spaces):
-        raise ValueError(f"checkpoint {cfg.checkpoint} (task {train_cfg.env.task}, obs {train_cfg.env.obs}) expects "
-                         f"keys {agent.obs_keys}; the env gives {sorted(env.observation_space.spaces)}")
-    return AgentPolicy(agent, cfg.deterministic)
-
-
-def _network(cfg: ActorConfig, env: gym.Env) -> Policy:
-    from robot_rl.agents.config import SACConfig
-    from robot_rl.agents.sac import SACAgent
-
-    agent = SACAgent(SACConfig(), env.observation_space, env.action_space, seed=cfg.seed)
-    return AgentPolicy(agent, cfg.deterministic)
+    policy, train_cfg = load_policy(Path(cfg.checkpoint))
+    if policy.obs_keys != sorted(env.observation_space.spaces):
+        trained = train_cfg.env
+        raise ValueError(f"checkpoint {cfg.checkpoint} (task {trained.task}, obs {trained.obs}) expects "
+                         f"keys {policy.obs_keys}; the env gives {sorted(env.observation_space.spaces)}")
+    return AgentPolicy(policy, cfg.deterministic)
 
 
-POLICIES: dict[str, Callable[[ActorConfig, gym.Env], Policy]] = {
+def _network(cfg: PolicyActorConfig, env: gym.Env) -> Policy:
+    from robot_rl.agents.policy import ActingPolicy
+    from robot_rl.training.config import PRESETS
+
+    policy = ActingPolicy(PRESETS["rlpd"], env.observation_space, env.action_space, seed=cfg.seed)
+    return AgentPolicy(policy, cfg.deterministic)
+
+
+POLICIES: dict[str, Callable[[PolicyActorConfig, gym.Env], Policy]] = {
     "checkpoint": _checkpoint,
     "network": _network,
     "random": lambda cfg, env: RandomPolicy(env.action_space, cfg.seed),
     "zero": lambda cfg, env: ZeroPolicy(env.action_space.shape[0]),
 }
-LEARNERS: dict[str, Callable[[ActorConfig, gym.Env], LearnerLink]] = {
+LEARNERS: dict[str, Callable[[PolicyActorConfig, gym.Env], LearnerLink]] = {
     "none": lambda cfg, env: NoLearner(),
 }
 
@@ -197,7 +198,7 @@ def write_stats(path: str, stats: ActorStats, env: gym.Env) -> None:
         Path(path).write_text(json.dumps(stats.summary(env)))
 
 
-def link_config(cfg: ActorConfig, env_kwargs: dict[str, Any]) -> LinkActorConfig:
+def link_config(cfg: PolicyActorConfig, env_kwargs: dict[str, Any]) -> LinkActorConfig:
     """The distributed actor's config for this ROS actor: the learner must describe the same spaces, so start
     it with ``env_factory=robot_rl.ros.spec_env:make_contract_env`` and the same ``env_kwargs``
     (hardware_config, cameras, privileged_task) and intervention mode."""
@@ -215,7 +216,7 @@ def link_config(cfg: ActorConfig, env_kwargs: dict[str, Any]) -> LinkActorConfig
         env_interventions=True)  # the bridge's mux flags them in every step's echo
 
 
-def run_remote(env: gym.Env, cfg: ActorConfig, env_kwargs: dict[str, Any],
+def run_remote(env: gym.Env, cfg: PolicyActorConfig, env_kwargs: dict[str, Any],
                should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """The distributed actor loop over ``env`` (needs ``robot_rl[dist]``), configured by ``link_config``."""
     from robot_rl.distributed.actor import Actor

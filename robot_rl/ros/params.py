@@ -1,9 +1,9 @@
 """The typed parameters of robot_rl's ROS 2 nodes that have no library module of their own (pure Python).
 
-Each default is defined once, here or in the node's library config (``ActorConfig``, ``TeleopConfig``,
+Each default is defined once, here or in the node's library config (``PolicyActorConfig``, ``TeleopConfig``,
 ``RewardNodeConfig``): the nodes declare their parameters from these dataclasses (``runtime.declare_dataclass``),
-the launch files take their argument defaults from them (``robot_rl_ros.plans``), and a test holds the
-shipped parameter files (``config/*.yaml``) to them.
+the launch files take their argument defaults from them (``robot_rl_ros.plans``), and the shipped parameter
+files (``config/*.yaml``) hold only overrides of them (tested).
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ blocking), so one executor thread per node is enough. rclpy's Python executors r
 every wake-up, which costs more than our callbacks: with the robot bridge fed 500 driver messages/s, half
 its CPU went there. So nodes run rclpy's C++ ``EventsExecutor`` (``rclpy.experimental``: recent Jazzy and
 Kilted; tested with Kilted) where it exists and fall back to the ``SingleThreadedExecutor``;
-``ROBOT_RL_EXECUTOR=single`` forces the fallback. The 100 Hz observation -> command p99 (30-s runs)
-fell from 7.2-9.2 ms to 4.6-5.9 ms (docs/benchmarks.md). Both are driven by a ``spin_once`` loop:
-``EventsExecutor.spin()`` does not return on shutdown (it had to be SIGKILLed). The MultiThreadedExecutor is
-avoided: on the 2-core CI machine it cost 71% of a core and delivered 57% of the bridge's states (p99 53 ms).
+``ROBOT_RL_EXECUTOR=single`` forces the fallback; the events executor cuts the 100 Hz observation -> command
+p99 by about a third (docs/benchmarks.md). Both are driven by a ``spin_once`` loop: ``EventsExecutor.spin()``
+does not return on shutdown. The MultiThreadedExecutor is avoided: on a 2-core machine it costs most of a core
+in scheduling and drops a large share of the bridge's states.
 Callback groups stay explicit so a node can move to a multi-threaded executor if it ever needs a blocking
 callback.
 

@@ -15,23 +15,21 @@ from robot_rl.teleop.joy import JoyConfig, JoyTeleop, joy_to_command
 from robot_rl.teleop.keyboard import Keyboard, KeyboardConfig
 from robot_rl.teleop.spacemouse import SpaceMouse, SpaceMouseConfig
 
-# The explicit device registry: ``robot-rl train --teleop NAME`` / ``record-demos --teleop NAME``.
-DEVICES: dict[str, Callable[[], Teleoperator]] = {
+# The explicit device registry: ``robot-rl train --teleop NAME`` / ``record-demos --teleop NAME``. Each entry
+# builds its device from the scripted corrector's config, which only the scripted one uses.
+DEVICES: dict[str, Callable[[CorrectorConfig | None], Teleoperator]] = {
     "scripted": ScriptedCorrector,
-    "keyboard": Keyboard,
-    "spacemouse": SpaceMouse,
-    "gamepad": Gamepad,
+    "keyboard": lambda _: Keyboard(),
+    "spacemouse": lambda _: SpaceMouse(),
+    "gamepad": lambda _: Gamepad(),
 }
 
 
 def make_teleop(name: str, corrector: CorrectorConfig | None = None) -> Teleoperator:
     """A device by registry name (not yet connected); ``corrector`` configures the scripted one."""
-    if name == "scripted":
-        return ScriptedCorrector(corrector)
-    try:
-        return DEVICES[name]()
-    except KeyError:
-        raise ValueError(f"unknown teleop device {name!r}; known: {sorted(DEVICES)}") from None
+    if name not in DEVICES:
+        raise ValueError(f"unknown teleop device {name!r}; known: {sorted(DEVICES)}")
+    return DEVICES[name](corrector)
 
 
 __all__ = [

@@ -1,5 +1,6 @@
-"""``robot-rl train``: the single-process loop (env -> agent -> replay -> updates) on the learner core, and
-``load_agent``, the agent of a finished run for evaluation and deployment."""
+"""``robot-rl train``: the single-process loop (env -> agent -> replay -> updates) on the learner core; and
+``load_agent`` / ``load_policy``: a run's whole agent (to continue it) or its acting part (to evaluate or
+deploy it)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
+from robot_rl.agents.policy import ActingPolicy
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.transition import step_env
 from robot_rl.training.config import TrainConfig
@@ -156,22 +159,40 @@ class Trainer(LearnerCore):
         else:
             print(text, flush=True)
 
-def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, TrainConfig]:
-    """Rebuild the agent of a run folder (or of a checkpoint file inside one) for evaluation/deployment."""
+
+def _checkpoint_of(run_or_checkpoint: Path, device: str) -> tuple[Path, TrainConfig, dict[str, Any], Any]:
+    """(checkpoint file, the run's config, the checkpoint, the run's env for its spaces)."""
     path = Path(run_or_checkpoint)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such run folder or checkpoint file")
     ckpt = path if path.is_file() else path / "checkpoints" / CHECKPOINT
     if not ckpt.exists():
         raise FileNotFoundError(f"no checkpoint at {ckpt}")
-    run = ckpt.parent.parent
-    cfg = load_run_config(run)
+    cfg = load_run_config(ckpt.parent.parent)
     state = read_checkpoint(ckpt, device)
     env = make_env_from_config(cfg.env)  # the spaces the agent was built for
-    agent = SACAgent(cfg.agent, env.observation_space, env.action_space, device=device, seed=cfg.seed)
     env.close()
+    return ckpt, cfg, state, env
+
+
+def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, TrainConfig]:
+    """The whole agent of a run folder (or of a checkpoint file inside one): networks, optimisers, RNGs."""
+    ckpt, cfg, state, env = _checkpoint_of(run_or_checkpoint, device)
+    agent = SACAgent(cfg.agent, env.observation_space, env.action_space, device=device, seed=cfg.seed)
     try:
         agent.load_state_dict(state["agent"])
     except (KeyError, RuntimeError, ValueError) as err:
-        raise ValueError(f"{ckpt}: does not fit the agent of {run}/config.json ({err})") from err
+        raise ValueError(f"{ckpt}: does not fit the agent of {ckpt.parent.parent}/config.json ({err})") from err
     return agent, cfg
+
+
+def load_policy(run_or_checkpoint: Path, device: str = "cpu") -> tuple[ActingPolicy, TrainConfig]:
+    """The acting part of a run's agent (evaluation, deployment, actors): no critics or optimisers are built."""
+    ckpt, cfg, state, env = _checkpoint_of(run_or_checkpoint, device)
+    policy = ActingPolicy(cfg.agent, env.observation_space, env.action_space, device=device, seed=cfg.seed)
+    try:
+        modules = state["agent"]["modules"]
+        policy.load_actor_state_dict({k: modules[k] for k in ("encoder", "actor", "gripper_q") if k in modules})
+    except (KeyError, RuntimeError, ValueError) as err:
+        raise ValueError(f"{ckpt}: does not fit the agent of {ckpt.parent.parent}/config.json ({err})") from err
+    return policy, cfg

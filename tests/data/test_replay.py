@@ -448,29 +448,17 @@ def test_save_load_keeps_every_open_stream(tmp_path) -> None:
     assert len(other) == 7 and not other.episode_open
 
 
-def test_loads_a_version_1_checkpoint(tmp_path) -> None:
-    """Version 1 files (every episode contiguous, no links, one open episode under ``pending/<key>``) load
-    with their links rebuilt, and their open episode goes on."""
+def test_a_checkpoint_of_another_format_is_refused_by_number(tmp_path) -> None:
     import json
 
     buf = make_buffer(capacity=16, n_step=3, seed=3)
-    for ep in range(5):  # wraps the ring
-        buf.add_episode(make_episode(ep, [float(ep)] * 4, terminated=ep % 2 == 0, truncated=ep % 2 == 1))
-    add_steps(buf, make_episode(9, [1.0] * 4, False), ep=9, close=False)
+    buf.add_episode(make_episode(0, [0.0] * 4, terminated=True))
     with np.load(buf.save(tmp_path / "v2.npz")) as z:
-        files = {k: z[k] for k in z.files if k not in ("next", "meta") and not k.startswith("pending/")}
+        files = {k: z[k] for k in z.files if k != "meta"}
         meta = json.loads(str(z["meta"]))
-        pending = {"pending/" + k.split("/", 2)[2]: z[k] for k in z.files if k.startswith("pending/")}
-    meta["format_version"] = 1
-    del meta["streams"]
-    np.savez(tmp_path / "v1.npz", **files, **pending, meta=np.array(json.dumps(meta)))
-    old = make_buffer(capacity=16, n_step=3)
-    old.load(tmp_path / "v1.npz")
-    assert old.open_streams == [""] and len(old) == len(buf)
-    np.testing.assert_array_equal(old.arrays["next"], buf.arrays["next"])
-    for replay in (buf, old):
-        replay.add(obs_of(9, 4), np.zeros(A), 1.0, obs_of(9, 5), True, False, NO_EXTRAS)
-    assert all_transitions(old)[1].tolist() == all_transitions(buf)[1].tolist()
+    np.savez(tmp_path / "v1.npz", **files, meta=np.array(json.dumps({**meta, "format_version": 1})))
+    with pytest.raises(ValueError, match="format_version=1; this robot_rl reads format 2"):
+        make_buffer(capacity=16, n_step=3).load(tmp_path / "v1.npz")
 
 
 def test_config_validation() -> None:

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("grpc_tools")
 
 from robot_rl.agents.config import SACConfig
+from robot_rl.agents.policy import ActingPolicy
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.spaces import describe_space
@@ -208,7 +209,7 @@ def test_paced_actors_wait_only_when_ahead_of_the_updates() -> None:
 
 def test_policy_swaps_continue_one_exploration_stream() -> None:
     cfg = SACConfig(hidden_dims=(32, 32), num_critics=2, cnn_channels=(8, 8, 8, 8), image_latent_dim=32)
-    holder = PolicyHolder(lambda: SACAgent(cfg, SPACE, ENV.action_space, seed=3))
+    holder = PolicyHolder(lambda: ActingPolicy(cfg, SPACE, ENV.action_space, seed=3))
     obs, _ = ENV.reset(seed=0)
     before = holder.active.act(obs)
     holder.load(pb.Weights(version=1, publish_time=0.0, state=dump_weights(holder.active)))  # same weights
@@ -220,8 +221,9 @@ def test_policy_swaps_continue_one_exploration_stream() -> None:
 def test_weights_payload_is_actor_only() -> None:
     cfg = SACConfig(hidden_dims=(32, 32), num_critics=2, cnn_channels=(8, 8, 8, 8), image_latent_dim=32)
     learner = SACAgent(cfg, SPACE, ENV.action_space, seed=0)
-    actor = SACAgent(cfg, SPACE, ENV.action_space, seed=1)
-    data = dump_weights(learner)
+    actor = ActingPolicy(cfg, SPACE, ENV.action_space, seed=1)  # what actor processes build: no critics
+    assert not any("critic" in name for name, _ in actor.named_parameters())
+    data = dump_weights(learner.policy)
     assert len(data) < 0.5 * sum(p.numel() * 4 for p in learner.critic.parameters()) + 200_000
     load_weights(actor, data)
     obs, _ = ENV.reset(seed=0)

@@ -140,11 +140,11 @@ def test_remote_ros_actor_link_speaks_the_learners_intervention_mode() -> None:
     pytest.importorskip("grpc")
     from robot_rl.distributed.config import ActorConfig as LinkActorConfig
     from robot_rl.distributed.spec import env_spec
-    from robot_rl.ros.actor import ActorConfig, link_config
+    from robot_rl.ros.actor import PolicyActorConfig, link_config
     from robot_rl.ros.spec_env import make_contract_env
 
     kwargs = {"hardware_config": "franka_fr3", "cameras": [], "privileged_task": ""}
-    cfg = ActorConfig(learner="remote", learner_address="gpu-box:6000", intervention_mode="rlif")
+    cfg = PolicyActorConfig(learner="remote", learner_address="gpu-box:6000", intervention_mode="rlif")
     link = link_config(cfg, kwargs)
     assert (link.link.host, link.link.port) == ("gpu-box", 6000)
     assert link.intervention_mode == "rlif" and link.env_interventions and link.teleop == "none"
@@ -153,6 +153,6 @@ def test_remote_ros_actor_link_speaks_the_learners_intervention_mode() -> None:
     assert env_spec(env, factory, False, "rlif") == env_spec(env, factory, False, link.intervention_mode)
     assert env_spec(env, factory, False, "hil") != env_spec(env, factory, False, "rlif")  # refused at handshake
     with pytest.raises(ValueError, match="intervention_mode must be one of"):
-        ActorConfig(learner="remote", intervention_mode="dagger")
+        PolicyActorConfig(learner="remote", intervention_mode="dagger")
     with pytest.raises(ValueError, match="env_interventions"):
         LinkActorConfig(intervention_mode="rlif")

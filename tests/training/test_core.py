@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -13,7 +14,7 @@ from robot_rl.agents.config import SACConfig
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.core import CHECKPOINT, CHECKPOINT_FORMAT, load_run_config
 from robot_rl.training.env_factory import EnvConfig
-from robot_rl.training.loop import Trainer
+from robot_rl.training.loop import Trainer, load_agent, load_policy
 
 EPISODE = 80  # two of reach's 40-step episodes: the interruption falls on an episode boundary
 
@@ -78,3 +79,17 @@ def test_a_newer_checkpoint_format_is_refused_by_number(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=rf"checkpoint format {CHECKPOINT_FORMAT + 7} is newer .*format "
                                          rf"{CHECKPOINT_FORMAT}"):
         Trainer(tiny(tmp_path / "x", 80, resume=tmp_path / "run"))
+
+
+def test_the_acting_policy_of_a_run_acts_as_its_agent(tmp_path: Path) -> None:
+    """``load_policy`` (eval, deployment, actors) builds no critics yet acts exactly as the whole agent."""
+    trainer = Trainer(tiny(tmp_path / "run", 60))
+    trainer.run()
+    agent, _ = load_agent(tmp_path / "run")
+    policy, cfg = load_policy(tmp_path / "run")
+    assert cfg.env.task == "reach" and not any("critic" in name for name, _ in policy.named_parameters())
+    obs, _ = trainer.eval_env.reset(seed=5)
+    np.testing.assert_array_equal(policy.act(obs, deterministic=True), agent.act(obs, deterministic=True))
+    batch = {k: torch.as_tensor(np.stack([v, v])) for k, v in obs.items()}
+    np.testing.assert_allclose(policy.act_batch(batch, deterministic=True)[1].numpy(),  # batched matmuls
+                               agent.act(obs, deterministic=True), atol=1e-6)

@@ -64,7 +64,7 @@ def names(args: Mapping[str, str], name: str) -> list[str]:
 
 # --- sim_robot.launch.py ---
 def _sim_robot_arguments() -> list[Argument]:
-    from robot_rl.ros.actor import ActorConfig
+    from robot_rl.ros.actor import PolicyActorConfig
     from robot_rl.ros.params import SimRobotConfig, SimRobotParams
 
     return [
@@ -75,8 +75,8 @@ def _sim_robot_arguments() -> list[Argument]:
         Argument("cameras", default_of(SimRobotConfig, "cameras"),
                  "comma-separated sim cameras to render and bridge (front,wrist); empty: state"),
         Argument("actor", "true", "start the policy actor"),
-        Argument("policy", default_of(ActorConfig, "policy"), "checkpoint | network | random | zero"),
-        Argument("checkpoint", default_of(ActorConfig, "checkpoint"),
+        Argument("policy", default_of(PolicyActorConfig, "policy"), "checkpoint | network | random | zero"),
+        Argument("checkpoint", default_of(PolicyActorConfig, "checkpoint"),
                  "run folder or checkpoint file (policy:=checkpoint)"),
     ]
 
@@ -107,7 +107,7 @@ def _sim_robot(args: Mapping[str, str]) -> list[Plan]:
 
 # --- real_arm.launch.py ---
 def _real_arm_arguments() -> list[Argument]:
-    from robot_rl.ros.actor import ActorConfig
+    from robot_rl.ros.actor import PolicyActorConfig
     from robot_rl.ros.params import RosEnvConfig
     from robot_rl.ros.teleop import TeleopConfig
 
@@ -119,18 +119,19 @@ def _real_arm_arguments() -> list[Argument]:
         Argument("teleop", "true", "start the teleop node (SpaceMouse / gamepad interventions)"),
         Argument("joy", default_of(TeleopConfig, "joy_topic"), "sensor_msgs/Joy topic of the teleop device"),
         Argument("actor", "true", "start the policy actor"),
-        Argument("policy", default_of(ActorConfig, "policy"), "checkpoint | network | random | zero (holds still)"),
-        Argument("checkpoint", default_of(ActorConfig, "checkpoint"), "run folder or checkpoint file"),
+        Argument("policy", default_of(PolicyActorConfig, "policy"),
+                 "checkpoint | network | random | zero (holds still)"),
+        Argument("checkpoint", default_of(PolicyActorConfig, "checkpoint"), "run folder or checkpoint file"),
         Argument("reward", default_of(RosEnvConfig, "reward"),
                  "read reward/success from rl/reward (a reward node; implied by reward_classifier)"),
         Argument("reward_classifier", "", "classifier file (robot-rl train-classifier): start the reward node"),
-        Argument("link", default_of(ActorConfig, "learner"),
+        Argument("link", default_of(PolicyActorConfig, "learner"),
                  "none: act with the policy; remote: stream to the learner, take its weights"),
         Argument("learner", "false", "also start the learner on this machine"),
-        Argument("learner_address", default_of(ActorConfig, "learner_address"),
+        Argument("learner_address", default_of(PolicyActorConfig, "learner_address"),
                  "host:port of the learner (remote or local)"),
         Argument("learner_args", "", "further arguments for robot-rl learner (learner:=true), e.g. --train.task T"),
-        Argument("intervention_mode", default_of(ActorConfig, "intervention_mode"),
+        Argument("intervention_mode", default_of(PolicyActorConfig, "intervention_mode"),
                  "hil: interventions also fill the demo buffer; rlif: they are the only reward (-1 before each "
                  "takeover); actor and learner must agree"),
         Argument("rt_priority", "0", "SCHED_FIFO priority 1-99 for robot bridge and policy actor (chrt); 0: normal"),

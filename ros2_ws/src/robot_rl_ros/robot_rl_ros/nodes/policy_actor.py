@@ -8,9 +8,9 @@ from rclpy.node import Node
 from robot_rl.ros.actor import (
     LEARNERS,
     POLICIES,
-    ActorConfig,
     ActorStats,
     NoLearner,
+    PolicyActorConfig,
     run_actor,
     run_remote,
     write_stats,
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     init(argv)
     node = Node("policy_actor")
     env_cfg = declare_dataclass(node, RosEnvConfig, prefix="env.")
-    cfg = declare_dataclass(node, ActorConfig, prefix="actor.")
+    cfg = declare_dataclass(node, PolicyActorConfig, prefix="actor.")
     if cfg.policy in ("checkpoint", "network"):
         import torch
 
