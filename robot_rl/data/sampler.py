@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 
 from robot_rl.data.batch import Batch
 from robot_rl.data.replay import ReplayBuffer
+
+
+class Sampler(Protocol):
+    """Where the learner's batches come from: ``MixedSampler`` over host replays here; a device-resident replay
+    of many parallel worlds implements the same call."""
+
+    def sample(self, batch_size: int, device: torch.device | str | None = None) -> Batch: ...
 
 
 class MixedSampler:

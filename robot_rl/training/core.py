@@ -27,7 +27,7 @@ from robot_rl.data.batch import Batch
 from robot_rl.data.demos import load_demos
 from robot_rl.data.episode import Episode
 from robot_rl.data.replay import ReplayBuffer
-from robot_rl.data.sampler import MixedSampler
+from robot_rl.data.sampler import MixedSampler, Sampler
 from robot_rl.data.transition import EXTRAS, episode_extras
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import EnvConfig, is_robot_rl_task
@@ -91,7 +91,7 @@ class LearnerCore:
         self.replay = ReplayBuffer(observation_space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed)
         self.demo_replay = ReplayBuffer(observation_space, action_dim, cfg.replay, extras_keys=EXTRAS,
                                         seed=cfg.seed + 1)
-        self.sampler: Any = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
+        self.sampler: Sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
         self.env_steps = self.episodes = self.updates = self.update_calls = 0
         self.last_eval: EvalResult | None = None
 
