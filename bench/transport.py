@@ -148,6 +148,7 @@ _LEVEL = [1]
 
 
 def throughput(args: argparse.Namespace) -> None:
+    from robot_rl.data.transition import Transition
     from robot_rl.distributed.testing import CounterEnv
 
     torch.set_num_threads(1)
@@ -171,7 +172,7 @@ def throughput(args: argparse.Namespace) -> None:
                 time.sleep(0.001)
             o, n = frames[i % 100]
             done = i % 100 == 99
-            client.add(o, np.zeros(7), 0.0, n, False, done)
+            client.add(Transition(o, np.zeros(7), 0.0, n, False, done))
         if not client.drain(120):
             raise RuntimeError("not everything was acknowledged")
         elapsed = time.perf_counter() - start
@@ -193,7 +194,8 @@ def throughput(args: argparse.Namespace) -> None:
 
 def latency(args: argparse.Namespace) -> None:
     from robot_rl.agents.config import SACConfig
-    from robot_rl.agents.sac import SACAgent
+    from robot_rl.agents.policy import ActingPolicy
+    from robot_rl.data.transition import Transition
     from robot_rl.distributed.actor import PolicyHolder
     from robot_rl.distributed.testing import CounterEnv
 
@@ -205,8 +207,8 @@ def latency(args: argparse.Namespace) -> None:
     steps = int(args.seconds * args.hz)
     period = 1.0 / args.hz
 
-    def make() -> SACAgent:
-        return SACAgent(SACConfig(), env.observation_space, env.action_space)
+    def make() -> ActingPolicy:
+        return ActingPolicy(SACConfig(), env.observation_space, env.action_space)
 
     def loop(client, holder: PolicyHolder) -> tuple[np.ndarray, np.ndarray]:
         obs, _ = env.reset(seed=0)
@@ -220,7 +222,7 @@ def latency(args: argparse.Namespace) -> None:
             nxt, r, term, trunc, _ = env.step(action)
             t2 = time.perf_counter()
             if client is not None:
-                client.add(obs, action, r, nxt, term, trunc, None, holder.version)
+                client.add(Transition(obs, action, r, nxt, term, trunc), holder.version)
             t3 = time.perf_counter()
             link[i], step[i] = (t1 - t0) + (t3 - t2), t3 - t0
             obs = env.reset(seed=i)[0] if term or trunc else nxt

@@ -7,6 +7,7 @@ A ROS 2 actor node uses the same two pieces: ``ActorClient.add`` in its step cal
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -145,9 +146,9 @@ class Actor:
                     action = policy.active.act(obs, deterministic=cfg.deterministic)
                 step = step_env(env, obs, action)
                 t = step.transition
-                extras = {**t.extras, "is_success": bool(step.info.get("is_success", False))}  # episode success
+                success = bool(step.info.get("is_success", False))  # the learner's episode success
                 t1 = time.perf_counter()
-                client.add(t.obs, t.action, t.reward, t.next_obs, t.terminated, t.truncated, extras, policy.version)
+                client.add(dataclasses.replace(t, extras={**t.extras, "is_success": success}), policy.version)
                 self.step_seconds.append(link_s + time.perf_counter() - t1)
                 self.versions_used.add(policy.version)
                 self.steps += 1

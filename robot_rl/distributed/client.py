@@ -24,6 +24,7 @@ from typing import Any
 import grpc
 import numpy as np
 
+from robot_rl.data.transition import Transition
 from robot_rl.distributed.codec import encode_record
 from robot_rl.distributed.config import LinkConfig
 from robot_rl.distributed.protocol import (
@@ -166,18 +167,10 @@ class ActorClient:
         self._channel.close()
 
     # ------------------------------------------------------------------------------- control thread
-    def add(
-        self,
-        obs: Mapping[str, np.ndarray],
-        action: np.ndarray,
-        reward: float,
-        next_obs: Mapping[str, np.ndarray],
-        terminated: bool,
-        truncated: bool,
-        extras: Mapping[str, float] | None = None,
-        policy_version: int = 0,
-    ) -> bool:
-        """Record one control step (as ``ReplayBuffer.add``); never blocks. False: dropped (buffer full)."""
+    def add(self, t: Transition, policy_version: int = 0) -> bool:
+        """Record one control step (its extras go on the wire as doubles); never blocks. False: dropped (buffer
+        full)."""
+        obs, next_obs, terminated, truncated = t.obs, t.next_obs, t.terminated, t.truncated
         c = self.counters
         c["steps"] += 1
         done = bool(terminated) or bool(truncated)
@@ -196,10 +189,10 @@ class ActorClient:
             dict(
                 is_step=True,
                 obs=obs,
-                action=np.array(action, np.float32),
-                reward=float(reward),
+                action=np.array(t.action, np.float32),
+                reward=float(t.reward),
                 terminated=bool(terminated),
-                extras=dict(extras or {}),
+                extras={k: float(v) for k, v in t.extras.items()},  # type: ignore[arg-type]
                 policy_version=policy_version,
             )
         )

@@ -88,9 +88,8 @@ def test_learner_replay_equals_one_process_replay(tmp_path: Path, n_step: int) -
 
     # The split: the actor's client encodes records; the learner ingests them as a push would deliver them.
     client = ActorClient(LinkConfig(), "actor-0", learner.spec, "t" * 16)
-    for obs, action, reward, next_obs, terminated, truncated, extras in steps:
-        client.add(obs, action, reward, next_obs, terminated, truncated,
-                   {k: float(v) for k, v in extras.items()}, policy_version=1)
+    for step in steps:
+        client.add(Transition(*step), policy_version=1)
     raws = client.take_records()
     learner.ingestor.hello("actor-0", "session", 1)
     result = learner.ingestor.push("actor-0", "session", raws, {})
@@ -126,9 +125,7 @@ def test_two_actors_interleaved_give_one_process_transitions(tmp_path: Path) -> 
         for name, (steps, client) in actors.items():
             if i >= len(steps):
                 continue
-            obs, action, reward, next_obs, terminated, truncated, extras = steps[i]
-            client.add(obs, action, reward, next_obs, terminated, truncated,
-                       {k: float(v) for k, v in extras.items()}, policy_version=1)
+            client.add(Transition(*steps[i]), policy_version=1)
             learner.ingestor.push(name, "session", client.take_records(), {})
             inserted.append(learner.env_steps)
     # each step is in replay once the next record brings its next observation: one behind per open actor

@@ -15,6 +15,7 @@ from robot_rl.agents.policy import ActingPolicy
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.spaces import describe_space
+from robot_rl.data.transition import Transition
 from robot_rl.distributed.actor import PolicyHolder
 from robot_rl.distributed.assembler import EpisodeAssembler
 from robot_rl.distributed.client import ActorClient
@@ -245,7 +246,7 @@ def test_client_drop_policy_counts_and_cuts(caplog) -> None:
     recorded = []
     for _ in range(20):
         nxt, r, term, trunc, _ = env.step(np.zeros(ADIM))
-        recorded.append(client.add(obs, np.zeros(ADIM), r, nxt, term, trunc))
+        recorded.append(client.add(Transition(obs, np.zeros(ADIM), r, nxt, term, trunc)))
         obs = nxt
     n = sum(recorded)
     assert 0 < n < 20 and all(recorded[:n]) and not any(recorded[n:])

@@ -3,6 +3,7 @@ the same transitions for the same seeded env and policy: each is the shared ``st
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,10 @@ class RecordingClient:
     stop_requested = hold = False
 
     def __init__(self) -> None:
-        self.added: list[tuple] = []
+        self.added: list[tuple[Transition, int]] = []
 
-    def add(self, *step: Any) -> bool:
-        self.added.append(step)
+    def add(self, t: Transition, policy_version: int = 0) -> bool:
+        self.added.append((t, policy_version))
         return True
 
     def end_episode(self) -> None: ...
@@ -97,10 +98,9 @@ def grpc_actor() -> list[Transition]:
     actor.policy = FixedPolicy()  # type: ignore[assignment]
     actor.run()
     out = []
-    for obs, action, reward, next_obs, terminated, truncated, extras, version in actor.client.added:
-        assert version == 1 and set(extras) == {"intervention", "grasp_penalty", "is_success"}
-        stored = {k: v for k, v in extras.items() if k != "is_success"}
-        out.append(Transition(obs, action, reward, next_obs, terminated, truncated, stored))
+    for t, version in actor.client.added:
+        assert version == 1 and set(t.extras) == {"intervention", "grasp_penalty", "is_success"}
+        out.append(dataclasses.replace(t, extras={k: v for k, v in t.extras.items() if k != "is_success"}))
     return out
 
 
