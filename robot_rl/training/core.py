@@ -43,7 +43,7 @@ CHECKPOINT = "latest.pt"
 CHECKPOINT_FORMAT = 2
 """Version of the checkpoint layout. 1: no ``format`` key (loads; its unused numpy RNG state is ignored)."""
 DISTRIBUTED_FILE = "distributed.json"
-"""Written by ``robot-rl learner`` into its run folder: the link settings, including its ``env_factory``."""
+"""Written by ``robot-rl learner`` into its run folder: its ``LearnerConfig`` without the ``train`` part."""
 TRAIN_LOG_EVERY = 250
 """Update calls between rows of training metrics in the run log."""
 

@@ -41,8 +41,7 @@ def test_train_with_scripted_corrector(tmp_path: Path, capsys) -> None:
 
 def test_trainer_routes_interventions_to_the_demo_buffer_and_rlif_rewards(tmp_path: Path) -> None:
     base = dict(env=EnvConfig(task="pick_cube"), total_env_steps=100, learning_starts=1000, eval_every=1000,
-                eval_episodes=1,
-                scripted_demos=0, teleop="scripted", progress=False, torch_threads=1)
+                eval_episodes=1, scripted_demos=0, teleop="scripted", progress=False, torch_threads=1)
     hil = Trainer(TrainConfig(**base, run_dir=tmp_path / "hil"))
     hil.run()
     online_flags = hil.replay.arrays["extras/intervention"][hil.replay.arrays["is_step"]]
