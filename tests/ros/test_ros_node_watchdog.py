@@ -43,6 +43,9 @@ def test_killing_the_actor_makes_the_bridge_hold_within_two_periods(tmp_path) ->
         targets = probe.collect(PoseStamped, "/pose/target_pose", CMD)
         twists = probe.collect(TwistStamped, "/twist/servo_node/delta_twist_cmds", CMD)
         wait_for(lambda: all(len(a) > 10 for a in actions.values()), 40.0, "both actors acting", procs)
+        # The actors publish from their start; the bridges command only after their start-up self-check.
+        wait_for(lambda: all(status[ns] and status[ns][-1][1].status[0].message.startswith("active")
+                             for ns in configs), 30.0, "both bridges commanding", procs)
 
         for ns in configs:
             procs.kill(f"{ns}/policy_actor")
