@@ -43,11 +43,9 @@ class Trainer(LearnerCore):
     ``total_env_steps``."""
 
     def __init__(self, config: TrainConfig) -> None:
-        if config.resume is not None:
-            config = resumed_config(config, Path(config.resume))
-        check_rlif_has_device(config)
-        start_process(config)
-        cfg = config
+        cfg = config if config.resume is None else resumed_config(config, Path(config.resume))
+        check_rlif_has_device(cfg)
+        start_process(cfg)
         self.env = wrap_training_env(make_env_from_config(cfg.env, training=True), cfg)  # teleop / reward classifier
         want_video = cfg.video == "on" or (cfg.video == "auto" and cfg.env.obs == "pixels")
         self.record_video = want_video and is_robot_rl_task(cfg.env.task)
