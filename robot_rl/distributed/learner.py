@@ -362,11 +362,9 @@ class Learner(LearnerCore):
     def _restore_model(self) -> None:
         """Model, optimisers and update counters from the checkpoint; the transitions and episodes come from the
         replay log (``Ingestor.restore``), which may hold more than the checkpoint saw."""
-        steps, episodes = self.env_steps, self.episodes
         state = self.load_checkpoint(with_replay=False)
         if state is None:
             log.warning("%s: no checkpoint yet; the model starts fresh (the replay log is still used)",
                         self.run_dir.checkpoints / CHECKPOINT)
             return
-        self.env_steps, self.episodes = steps, episodes
         self.weights_version = int(state.get("weights_version", 0))

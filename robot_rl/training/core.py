@@ -169,11 +169,11 @@ class LearnerCore:
             raise ValueError(f"{path}: checkpoint format {version} is newer than this robot_rl reads "
                              f"(format {CHECKPOINT_FORMAT}); upgrade robot_rl to resume it")
         self.agent.load_state_dict(state["agent"])
-        self.env_steps, self.episodes = int(state["env_steps"]), int(state["episodes"])
         self.updates = int(state["updates"])
         self.update_calls = int(state.get("update_calls", self.updates // self.train.agent.utd_ratio))
         torch.set_rng_state(state["torch_rng"])
-        if with_replay:
+        if with_replay:  # the step and episode counts describe the replay: whoever keeps it restores them
+            self.env_steps, self.episodes = int(state["env_steps"]), int(state["episodes"])
             self.replay.load(self.run_dir.checkpoints / "replay.npz")
             self.demo_replay.load(self.run_dir.checkpoints / "demo_replay.npz")
         return state

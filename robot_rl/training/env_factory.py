@@ -83,9 +83,9 @@ def _known_tasks() -> str:
 
 def make_training_env(
     task: str,
-    obs: str = "state",
-    image_size: int = 64,
-    cameras: tuple[str, ...] = ("front", "wrist"),
+    obs: str = EnvConfig.obs,
+    image_size: int = EnvConfig.image_size,
+    cameras: tuple[str, ...] = EnvConfig.cameras,
     render_mode: str | None = None,
     dense_reward: bool = False,
     terminate_on_success: bool = True,
