@@ -97,6 +97,7 @@ def _setup_logging() -> None:
 
     fmt = "%(asctime)s %(levelname)s %(message)s"
     logging.basicConfig(level=logging.INFO, format=fmt, datefmt="%H:%M:%S")
+    logging.getLogger("OpenGL").setLevel(logging.WARNING)  # PyOpenGL logs "No OpenGL_accelerate" at INFO
 
 
 def _learner(config) -> int:
@@ -144,14 +145,15 @@ def run_actor_command(config) -> int:
 
 
 def _eval(args: EvalArgs) -> int:
-    from robot_rl.training.env_factory import make_env_from_config
+    from robot_rl.training.env_factory import make_env_from_config, success_criterion
     from robot_rl.training.evaluate import evaluate
     from robot_rl.training.loop import load_policy
 
     agent, cfg = load_policy(args.run, args.device)
     env = make_env_from_config(cfg.env, render_mode="rgb_array" if args.video else None)
     frames: list | None = [] if args.video else None
-    result = evaluate(lambda o: agent.act(o, deterministic=True), env, args.episodes, frames=frames)
+    result = evaluate(lambda o: agent.act(o, deterministic=True), env, args.episodes, frames=frames,
+                      criterion=success_criterion(cfg.env, env))
     print(f"{cfg.env.task} ({cfg.env.obs}): {result.summary()}")
     if args.video and frames:
         import imageio.v2 as imageio

@@ -25,11 +25,13 @@ def _status_line(device: Any, t: int, obs: dict[str, np.ndarray], episode: int, 
 def record_teleop_demos_command(args: Any) -> int:
     """``args``: ``RecordDemosArgs`` with ``teleop`` set (``keep_failed``, ``noise``, ``seed`` as for scripted)."""
     from robot_rl.teleop import CorrectorConfig, make_teleop
-    from robot_rl.training.env_factory import make_training_env
+    from robot_rl.training.env_factory import is_robot_rl_task, make_training_env
+    from robot_rl.training.hil import check_scripted_teleop
     from robot_rl.training.record import record_teleop_demos
 
     if args.episodes <= 0:
         raise ValueError(f"record-demos: --episodes must be > 0, got {args.episodes}")
+    check_scripted_teleop(args.teleop, args.task, is_robot_rl_task(args.task))
     out = args.out or Path("demos") / f"{args.task}-{args.obs}"
     env = make_training_env(args.task, args.obs, args.image_size)
     # The scripted "human" drives every step (zero policy, always in control), with the expert's noise.

@@ -46,9 +46,10 @@ class DemoMeta:
     """What a recording session declares once, in ``meta.json``."""
 
     task: str
-    contract: ContractSpec
+    contract: ContractSpec | None
+    """The robot contract the demos follow; None for an env that is not a robot_rl arm (a gymnasium env)."""
     observation_space: gym.spaces.Dict | None = None
-    """Defaults to ``contract.observation_space()``."""
+    """Defaults to ``contract.observation_space()``; required without a contract."""
     action_dim: int = ACTION_DIM
     notes: str = ""
 
@@ -57,9 +58,25 @@ class DemoMeta:
             raise ValueError("DemoMeta.task must be a non-empty task name")
         if self.action_dim <= 0:
             raise ValueError(f"DemoMeta.action_dim must be > 0, got {self.action_dim}")
+        if self.contract is None and self.observation_space is None:
+            raise ValueError(f"DemoMeta for task {self.task!r}: without a contract, give the observation_space")
+
+    @classmethod
+    def for_env(cls, task: str, env: gym.Env, notes: str = "") -> DemoMeta:
+        """The meta of demos recorded in ``env`` (any env on the learner's dict convention): its contract when it
+        is a robot_rl arm, its own observation space and action size."""
+        space = env.observation_space
+        if not isinstance(space, gym.spaces.Dict) or not isinstance(env.action_space, gym.spaces.Box):
+            raise ValueError(f"DemoMeta.for_env({task!r}): needs dict observations and a Box action space, got "
+                             f"{space} / {env.action_space}")
+        return cls(task=task, contract=getattr(env.unwrapped, "contract", None), observation_space=space,
+                   action_dim=int(np.prod(env.action_space.shape)), notes=notes)
 
     def space(self) -> gym.spaces.Dict:
-        return self.observation_space or self.contract.observation_space()
+        if self.observation_space is not None:
+            return self.observation_space
+        assert self.contract is not None
+        return self.contract.observation_space()
 
 
 def episode_filename(index: int) -> str:
@@ -132,7 +149,7 @@ class DemoWriter:
                 "format": FORMAT_NAME,
                 "format_version": FORMAT_VERSION,
                 "task": meta.task,
-                "contract": meta.contract.to_dict(),
+                "contract": None if meta.contract is None else meta.contract.to_dict(),
                 "observation_space": self.space_description,
                 "action_dim": meta.action_dim,
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -193,14 +210,18 @@ def _read_episode(file: Path, space: gym.spaces.Dict, action_dim: int) -> Episod
     return episode
 
 
-def load_demos(path: str | os.PathLike[str], only_successful: bool = False) -> list[Episode]:
-    """Every complete episode under ``path`` by index (``only_successful``: those with an ``is_success``).
+def load_demos(path: str | os.PathLike[str], only_successful: bool = False, task: str | None = None) -> list[Episode]:
+    """Every complete episode under ``path`` by index (``only_successful``: those with an ``is_success``);
+    ``task``: refuse demos recorded for another task.
 
     Leftover ``*.tmp`` files (an interrupted write) are never loaded; a ``UserWarning`` names them.
     Raises ``DemoFormatError`` naming the file on a bad ``meta.json``, a corrupt file or a shape mismatch.
     """
     path = Path(path)
     meta = read_meta(path)
+    if task is not None and meta["task"] != task:
+        raise DemoFormatError(f"{path / META_FILE}: these demos were recorded for task {meta['task']!r}, this run "
+                              f"is {task!r}")
     space = space_from_description(meta["observation_space"])  # type: ignore[arg-type]
     leftovers = sorted(p.name for p in path.iterdir() if p.name.endswith(TMP_SUFFIX))
     if leftovers:

@@ -82,6 +82,12 @@ class CorrectorConfig:
             raise ValueError(f"CorrectorConfig.expert_noise_std must be >= 0, got {self.expert_noise_std}")
 
 
+def no_scripted_corrector(env_name: str) -> str:
+    """The error for ``--teleop scripted`` on an env without a robot_rl task's scripted expert."""
+    return (f"no scripted corrector for {env_name!r}: only robot_rl tasks have a scripted expert; use a human "
+            "device (--teleop keyboard, gamepad or spacemouse)")
+
+
 def latch(value: float) -> int:
     """Contract gripper latch of one action value: -1 close, +1 open, 0 keep."""
     return -1 if value <= GRIPPER_CLOSE_THRESHOLD else 1 if value >= GRIPPER_OPEN_THRESHOLD else 0
@@ -141,6 +147,8 @@ class ScriptedCorrector(Teleoperator):
             from robot_rl.sim import make_expert
 
             sim_env = env.unwrapped
+            if not hasattr(sim_env, "task") or not hasattr(sim_env, "scene"):
+                raise ValueError(no_scripted_corrector(type(sim_env).__name__))
             expert = make_expert(sim_env)
             expert.reset()
             self._plan_fn = lambda: expert.plan(sim_env.scene)

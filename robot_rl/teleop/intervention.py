@@ -28,7 +28,7 @@ from typing import Any, Literal, get_args
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.envs.contract import check_action
+from robot_rl.envs.contract import ACTION_DIM, check_action
 from robot_rl.teleop.base import TeleopCommand, Teleoperator
 
 InterventionMode = Literal["hil", "rlif"]
@@ -84,6 +84,11 @@ class InterventionWrapper(gym.Wrapper):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(env)
+        if env.action_space.shape != (ACTION_DIM,):
+            raise ValueError(
+                f"teleop ({device.name}) produces the {ACTION_DIM}-D contract action (dx dy dz drx dry drz "
+                f"gripper); {type(env.unwrapped).__name__} takes {env.action_space}: wrap it in an action map to "
+                "the contract first")
         self.device = device
         self.config = config or InterventionConfig()
         self._sleep = sleep

@@ -30,7 +30,7 @@ from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler, Sampler
 from robot_rl.data.transition import EXTRAS, episode_extras
 from robot_rl.training.config import TrainConfig
-from robot_rl.training.env_factory import EnvConfig, is_robot_rl_task
+from robot_rl.training.env_factory import EnvConfig, is_robot_rl_task, success_criterion
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.hil import prepare_demo
 from robot_rl.training.record import demo_summary, record_scripted_demos
@@ -102,15 +102,21 @@ class LearnerCore:
         ``record_env`` (None: this run cannot record, e.g. a real arm's env)."""
         cfg = self.train
         recorded = self.run_dir.path / "demos"
+        named_task = cfg.env.task if cfg.env.env_factory is None else None  # a factory's demos carry its own name
         if cfg.demos is not None:
-            return load_demos(cfg.demos), str(cfg.demos)
+            return load_demos(cfg.demos, task=named_task), str(cfg.demos)
         if (recorded / "meta.json").exists():
             return load_demos(recorded), str(recorded)
-        if cfg.scripted_demos > 0 and record_env is not None and is_robot_rl_task(cfg.env.task):
-            episodes, stats = record_scripted_demos(record_env, cfg.env.task, cfg.scripted_demos, recorded,
-                                                    noise_std=cfg.demo_noise, seed=cfg.seed)
-            return episodes, f"{demo_summary(stats, cfg.scripted_demos, cfg.demo_noise)} -> {recorded}"
-        return [], "none"
+        if cfg.scripted_demos <= 0:
+            return [], "none"
+        if cfg.env.env_factory is not None or not is_robot_rl_task(cfg.env.task):
+            return [], (f"none (--scripted-demos {cfg.scripted_demos} skipped: {cfg.env.name!r} has no scripted "
+                        "expert; give recorded demos with --demos DIR)")
+        if record_env is None:
+            return [], f"none (--scripted-demos {cfg.scripted_demos} skipped: this runner records no demos)"
+        episodes, stats = record_scripted_demos(record_env, cfg.env.task, cfg.scripted_demos, recorded,
+                                                noise_std=cfg.demo_noise, seed=cfg.seed)
+        return episodes, f"{demo_summary(stats, cfg.scripted_demos, cfg.demo_noise)} -> {recorded}"
 
     def add_demos(self, episodes: Sequence[Episode]) -> None:
         for episode in episodes:
@@ -130,7 +136,7 @@ class LearnerCore:
     def evaluate(self, env: gym.Env, frames: list[np.ndarray] | None = None) -> EvalResult:
         """Deterministic success on the held-out evaluation seeds, logged and plotted."""
         result = evaluate(lambda o: self.agent.act(o, deterministic=True), env, self.train.eval_episodes,
-                          EVAL_SEED_BASE, frames=frames)
+                          EVAL_SEED_BASE, frames=frames, criterion=success_criterion(self.train.env, env))
         self.last_eval = result
         self.run_dir.log("eval", self.env_steps, result.metrics())
         self.run_dir.plot_learning_curve()

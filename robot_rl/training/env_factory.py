@@ -13,6 +13,7 @@ from typing import Literal
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.envs.success import Criterion, SuccessSignal, default_criterion, is_goal_env
 from robot_rl.envs.wrappers import DictObservation
 from robot_rl.rewards.state_check import check_classifier_reward
 
@@ -24,7 +25,9 @@ class EnvConfig:
     prefix: ``--task``, ``--obs``; ``--train.task`` under ``learner``)."""
 
     task: str = "reach"
-    """A robot_rl task (reach, pick_cube, peg_insert, push) or any gymnasium id with Box/Dict observations."""
+    """A robot_rl task (reach, pick_cube, peg_insert, push) or a gymnasium id with Box/Dict observations; an env
+    another package registers is named ``module:EnvId`` (``gymnasium_robotics:PointMaze_UMaze-v3``), which
+    imports the module first."""
     obs: Literal["state", "pixels"] = "state"
     """Observation mode of robot_rl tasks: privileged state, or proprio + camera images."""
     image_size: int = 64
@@ -36,7 +39,13 @@ class EnvConfig:
     """``module:function`` returning a gymnasium env with dict observations, instead of ``task`` (real robots,
     tests). Actor and learner must describe the same observation/action spaces."""
     env_kwargs: str = "{}"
-    """JSON object of keyword arguments for ``env_factory``."""
+    """JSON object of keyword arguments for ``env_factory``, or for ``gymnasium.make`` of a gymnasium ``task``."""
+    success_key: str | None = None
+    """The info key a non-robot_rl env reports success under; default: the first of is_success, success,
+    succeed, solved that it reports (none: success is shown as unknown, never as 0%)."""
+    success_criterion: Literal["auto", "any", "final"] = "auto"
+    """An episode succeeds if success held at ``any`` step or at the ``final`` one; ``auto``: final for
+    goal-conditioned envs (Fetch, mazes: how their users report it), any for the rest."""
     reward_classifier: Path | None = None
     """Sparse reward from this trained success classifier (``robot-rl train-classifier``) instead of the task's;
     with actors it is computed on the actor (the handshake compares the file's digest on both ends)."""
@@ -47,6 +56,8 @@ class EnvConfig:
     e.g. ``tcp_pos:2:0.06:inf`` (gripper above 6 cm), as HIL-SERL does on real tasks."""
 
     def __post_init__(self) -> None:
+        if self.success_key == "":
+            raise ValueError("EnvConfig.success_key must name an info key, got ''")
         if self.env_factory is not None and ":" not in self.env_factory:
             raise ValueError(
                 f"EnvConfig.env_factory must look like 'package.module:function', got {self.env_factory!r}")
@@ -91,12 +102,15 @@ def make_training_env(
     terminate_on_success: bool = True,
     env_factory: str | None = None,
     env_kwargs: str = "{}",
+    success_key: str | None = None,
 ) -> gym.Env:
     """``task`` is a robot_rl task name or a gymnasium id; the result emits flat dict observations.
     ``terminate_on_success`` False: a robot_rl task runs on after success (a gymnasium env keeps its own rules).
-    ``env_factory`` (``module:function``, called with the JSON object ``env_kwargs``) replaces the task."""
+    ``env_factory`` (``module:function``, called with the JSON object ``env_kwargs``) replaces the task; a
+    gymnasium id gets ``env_kwargs`` as ``gymnasium.make`` keywords. Envs from elsewhere report success in
+    ``info["is_success"]`` through ``SuccessSignal`` (``success_key`` names their key)."""
     if env_factory is not None:
-        return _from_factory(env_factory, env_kwargs, render_mode)
+        return SuccessSignal(_from_factory(env_factory, env_kwargs, render_mode), success_key)
     if is_robot_rl_task(task):
         from robot_rl.sim import make_env
 
@@ -112,18 +126,23 @@ def make_training_env(
     if obs != "state" or dense_reward:
         raise ValueError(f"obs={obs!r} / dense_reward apply to robot_rl tasks only; {task!r} brings its own")
     try:
-        env = gym.make(task, render_mode=render_mode)
+        env = gym.make(task, render_mode=render_mode, **json.loads(env_kwargs))
     except gym.error.Error as err:
+        hint = ("" if ":" in task else "; an env registered by another package is named module:EnvId, e.g. "
+                f"gymnasium_robotics:{task}")
         raise ValueError(
             f"task {task!r} is neither a robot_rl task ({_known_tasks()}) nor a registered gymnasium id "
-            f"({err})"
+            f"({err}){hint}"
         ) from err
+    except ModuleNotFoundError as err:
+        raise ValueError(f"task {task!r}: cannot import {err.name!r} to register it ({err})") from err
     if not isinstance(env.action_space, gym.spaces.Box):
         raise ValueError(f"task {task!r}: SAC needs a continuous Box action space, got {env.action_space}")
     low, high = env.action_space.low, env.action_space.high
     if not (np.all(low == -1.0) and np.all(high == 1.0)):
-        env = gym.wrappers.RescaleAction(env, -1.0, 1.0)
-    return DictObservation(env)
+        ones = np.ones(env.action_space.shape, env.action_space.dtype)  # bounds in the space's dtype: no warning
+        env = gym.wrappers.RescaleAction(env, -ones, ones)
+    return SuccessSignal(DictObservation(env), success_key)
 
 
 def _from_factory(env_factory: str, env_kwargs: str, render_mode: str | None) -> gym.Env:
@@ -155,4 +174,12 @@ def make_env_from_config(config: EnvConfig, render_mode: str | None = None, trai
         terminate_on_success=not (training and config.reward_classifier is not None),
         env_factory=config.env_factory,
         env_kwargs=config.env_kwargs,
+        success_key=config.success_key,
     )
+
+
+def success_criterion(config: EnvConfig, env: gym.Env) -> Criterion:
+    """The criterion ``config`` asks for, ``auto`` resolved for ``env`` (see ``robot_rl.envs.success``)."""
+    if config.success_criterion != "auto":
+        return config.success_criterion
+    return default_criterion(config.env_factory is None and is_robot_rl_task(config.task), is_goal_env(env))

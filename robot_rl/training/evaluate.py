@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.envs.success import Criterion, EpisodeSuccess
+
 # Seed ranges never overlap: training episodes, demo recording and evaluation each get their own.
 TRAIN_SEED_BASE = 0
 DEMO_SEED_BASE = 500_000_000
@@ -20,34 +22,37 @@ Policy = Callable[[dict[str, np.ndarray]], np.ndarray]
 @dataclass(frozen=True)
 class EvalResult:
     episodes: int
-    successes: int
+    successes: int | None
+    """None: the env reports no success signal (see ``robot_rl.envs.success``), so no rate is claimed."""
     mean_return: float
     mean_length: float
+    criterion: Criterion = "any"
 
     @property
-    def success_rate(self) -> float:
-        return self.successes / self.episodes
+    def success_rate(self) -> float | None:
+        return None if self.successes is None else self.successes / self.episodes
 
     @property
-    def ci95(self) -> tuple[float, float]:
-        return wilson_interval(self.successes, self.episodes)
+    def ci95(self) -> tuple[float, float] | None:
+        return None if self.successes is None else wilson_interval(self.successes, self.episodes)
 
     def metrics(self) -> dict[str, float]:
-        """The scalars every trainer logs under ``eval/``."""
-        lo, hi = self.ci95
-        return {
-            "success_rate": self.success_rate,
-            "success_ci_low": lo,
-            "success_ci_high": hi,
-            "return": self.mean_return,
-            "length": self.mean_length,
-        }
+        """The scalars every trainer logs under ``eval/`` (no success scalars when success is unknown)."""
+        out = {"return": self.mean_return, "length": self.mean_length}
+        if self.successes is not None:
+            lo, hi = wilson_interval(self.successes, self.episodes)
+            out = {"success_rate": self.successes / self.episodes, "success_ci_low": lo, "success_ci_high": hi,
+                   **out}
+        return out
 
     def summary(self) -> str:
-        lo, hi = self.ci95
+        tail = f"return {self.mean_return:.2f}, length {self.mean_length:.1f}"
+        if self.successes is None:
+            return f"success unknown (the env reports none; name its info key with --success-key), {tail}"
+        lo, hi = wilson_interval(self.successes, self.episodes)
         return (
-            f"success {self.success_rate:.0%} ({self.successes}/{self.episodes}, 95% CI {lo:.0%}-{hi:.0%}), "
-            f"return {self.mean_return:.2f}, length {self.mean_length:.1f}"
+            f"success {self.successes / self.episodes:.0%} ({self.successes}/{self.episodes} at "
+            f"{'the final' if self.criterion == 'final' else 'any'} step, 95% CI {lo:.0%}-{hi:.0%}), {tail}"
         )
 
 
@@ -69,22 +74,27 @@ def evaluate(
     seed_base: int = EVAL_SEED_BASE,
     frames: list[np.ndarray] | None = None,
     record_episodes: int = 1,
+    criterion: Criterion = "any",
 ) -> EvalResult:
-    """Run ``episodes`` episodes with seeds ``seed_base + i``; append rendered frames of the first
-    ``record_episodes`` to ``frames`` when given (env must have ``render_mode="rgb_array"``)."""
-    successes, returns, lengths = 0, [], []
+    """Run ``episodes`` episodes with seeds ``seed_base + i``; an episode succeeds by ``criterion`` (at any step
+    or at the final one). Append rendered frames of the first ``record_episodes`` to ``frames`` when given (env
+    must have ``render_mode="rgb_array"``)."""
+    successes: int | None = None
+    returns, lengths = [], []
     for i in range(episodes):
         obs, info = env.reset(seed=seed_base + i)
-        done, total, length, success = False, 0.0, 0, False
+        done, total, length = False, 0.0, 0
+        success = EpisodeSuccess(criterion)
         while not done:
             if frames is not None and i < record_episodes:
                 frames.append(env.render())
             obs, reward, terminated, truncated, info = env.step(policy(obs))
             total += float(reward)
             length += 1
-            success |= bool(info.get("is_success", False))
+            success.step(info)
             done = terminated or truncated
-        successes += success
+        if success.value is not None:
+            successes = (successes or 0) + success.value
         returns.append(total)
         lengths.append(length)
-    return EvalResult(episodes, successes, float(np.mean(returns)), float(np.mean(lengths)))
+    return EvalResult(episodes, successes, float(np.mean(returns)), float(np.mean(lengths)), criterion)

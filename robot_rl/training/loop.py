@@ -24,7 +24,8 @@ from robot_rl.training.core import (
     resumed_config,
     start_process,
 )
-from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config
+from robot_rl.envs.success import EpisodeSuccess
+from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config, success_criterion
 from robot_rl.training.evaluate import TRAIN_SEED_BASE, EvalResult
 from robot_rl.training.hil import (
     check_rlif_has_device,
@@ -74,6 +75,8 @@ class Trainer(LearnerCore):
         env = self.env
         obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
         episode_return, episode_length = 0.0, 0
+        criterion = success_criterion(cfg.env, env)
+        success = EpisodeSuccess(criterion)
         interactive = sys.stderr.isatty()  # in logs and CI, redraw rarely instead of flooding the file
         bar = tqdm(
             total=cfg.total_env_steps,
@@ -96,6 +99,7 @@ class Trainer(LearnerCore):
             self.env_steps += 1
             episode_return += step.transition.reward
             episode_length += 1
+            success.step(info)
             bar.update(1)
 
             if self.env_steps >= cfg.learning_starts and len(self.replay) > 0:
@@ -111,15 +115,13 @@ class Trainer(LearnerCore):
 
             if step.done:
                 self.episodes += 1
-                success = bool(info.get("is_success", False))
-                self.run_dir.log(
-                    "episode",
-                    self.env_steps,
-                    {"return": episode_return, "length": episode_length, "success": float(success),
-                     **episode_metrics(info)},
-                )
+                known = {} if success.value is None else {"success": float(success.value)}
+                self.run_dir.log("episode", self.env_steps,
+                                 {"return": episode_return, "length": episode_length, **known,
+                                  **episode_metrics(info)})
                 obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
                 episode_return, episode_length = 0.0, 0
+                success = EpisodeSuccess(criterion)
                 if checkpoint_due:  # only at episode boundaries: no half episode is ever persisted
                     self.save_checkpoint()
                     checkpoint_due = False
@@ -138,7 +140,8 @@ class Trainer(LearnerCore):
         return self.last_eval
 
     def _eval_str(self) -> str:
-        return "-" if self.last_eval is None else f"{self.last_eval.success_rate:.0%}"
+        rate = None if self.last_eval is None else self.last_eval.success_rate
+        return "-" if rate is None else f"{rate:.0%}"
 
     def _evaluate(self) -> None:
         frames: list[np.ndarray] | None = [] if self.record_video else None

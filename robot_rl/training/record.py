@@ -106,8 +106,7 @@ def record_teleop_demos(
 
     pace_hz = float(env.metadata.get("render_fps", 10)) if device.realtime else 0.0
     wrapped = InterventionWrapper(env, device, InterventionConfig(pace_hz=pace_hz))
-    contract = getattr(env.unwrapped, "contract", None)
-    writer = DemoWriter(out, DemoMeta(task=task, contract=contract)) if out is not None and contract else None
+    writer = DemoWriter(out, DemoMeta.for_env(task, env)) if out is not None else None
     hold = np.zeros(env.action_space.shape, np.float32)  # arm still, gripper latch kept
 
     def one_episode(i: int) -> Episode:

@@ -130,11 +130,19 @@ class RunDir:
             ax.plot(steps, success, marker="o", label="eval success (deterministic)")
             if len(lo_steps) == len(steps):
                 ax.fill_between(steps, lo, hi, alpha=0.2, label="95% CI")
+            ax.set_ylabel("success rate")
+            ax.set_ylim(-0.02, 1.02)
+        else:  # the env reports no success (or nothing was evaluated yet): the evaluation return, if any
+            steps, returns = self.read_metrics("eval", "return")
+            if len(steps):
+                ax.plot(steps, returns, marker="o", label="eval return (deterministic; success unknown)")
+            ax.set_ylabel("return")
         ax.set_xlabel("env steps")
-        ax.set_ylabel("success rate")
-        ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower right")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="lower right")
+        else:
+            ax.text(0.5, 0.5, "no evaluation yet", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(self.path.name, fontsize=9)
         fig.tight_layout()
         out = self.path / "learning_curve.png"

@@ -174,3 +174,24 @@ def test_load_into_replay(recorded) -> None:
     assert len(buf) == sum(len(e) for e in episodes) and buf.num_records == len(buf) + 3
     batch = buf.sample(16)
     assert batch.obs["images/wrist"].shape == (16, 16, 16, 3)
+
+
+def test_demos_of_a_gymnasium_env_round_trip_without_a_robot_contract(tmp_path):
+    """A foreign env's demos: its own spaces in meta.json (no contract), episodes recorded by the same rollout
+    as ours (success from whatever key it reports), and ``load_demos`` refusing them for another task."""
+    from robot_rl.training.env_factory import make_training_env
+    from robot_rl.training.record import rollout_episode
+
+    env = make_training_env("Pendulum-v1")
+    writer = DemoWriter(tmp_path, DemoMeta.for_env("Pendulum-v1", env))
+    episode = rollout_episode(env, lambda _obs: np.zeros(1, np.float32), seed=3)
+    writer.write(episode)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert meta["contract"] is None and meta["action_dim"] == 1 and meta["task"] == "Pendulum-v1"
+    (loaded,) = load_demos(tmp_path, task="Pendulum-v1")
+    np.testing.assert_array_equal(loaded.observations["state"], episode.observations["state"])
+    np.testing.assert_array_equal(loaded.actions, episode.actions)
+    with pytest.raises(DemoFormatError, match="recorded for task 'Pendulum-v1', this run is 'reach'"):
+        load_demos(tmp_path, task="reach")
+    with pytest.raises(ValueError, match="without a contract, give the observation_space"):
+        DemoMeta(task="x", contract=None)

@@ -192,25 +192,34 @@ def test_train_pixels_writes_video(tmp_path: Path) -> None:
     assert list((run / "videos").glob("*.gif"))
 
 
-def test_train_gymnasium_env(tmp_path: Path) -> None:
+def test_train_gymnasium_env(tmp_path: Path, capsys) -> None:
+    """A gymnasium env: env kwargs reach ``gymnasium.make``, the default scripted demos are skipped with the
+    reason, and Pendulum's success (it reports none) is unknown rather than 0%."""
     run = tmp_path / "run"
-    assert (
-        main(
-            [
-                "train",
-                "--task",
-                "Pendulum-v1",
-                "--total-env-steps",
-                "80",
-                "--eval-every",
-                "80",
-                "--run-dir",
-                str(run),
-                *TINY,
-            ]
-        )
-        == 0
-    )
+    args = ["train", "--task", "Pendulum-v1", "--env-kwargs", '{"g": 9.0}', "--total-env-steps", "80",
+            "--eval-every", "80", "--run-dir", str(run), *TINY]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "--scripted-demos 20 skipped: 'Pendulum-v1' has no scripted expert" in out
+    assert "success unknown" in out and "success 0%" not in out
+    assert load_run_config(run).env.env_kwargs == '{"g": 9.0}'
+
+
+def test_foreign_env_scripted_teleop_is_refused_by_name(tmp_path: Path, capsys) -> None:
+    assert main(["record-demos", "--task", "Pendulum-v1", "--teleop", "scripted", "--episodes", "1",
+                 "--out", str(tmp_path / "d")]) == 2
+    assert "no scripted corrector for 'Pendulum-v1'" in capsys.readouterr().err
+    assert main(["train", "--task", "Pendulum-v1", "--teleop", "scripted", "--run-dir", str(tmp_path / "r")]) == 2
+    assert "no scripted corrector" in capsys.readouterr().err
+
+
+def test_demos_of_another_task_are_refused(tmp_path: Path, capsys) -> None:
+    demos = tmp_path / "demos"
+    assert main(["record-demos", "--task", "reach", "--episodes", "1", "--out", str(demos)]) == 0
+    args = ["train", "--task", "pick_cube", "--demos", str(demos), "--total-env-steps", "20",
+            "--run-dir", str(tmp_path / "run"), *TINY]
+    assert main(args) == 2
+    assert "recorded for task 'reach', this run is 'pick_cube'" in capsys.readouterr().err
 
 
 def test_existing_run_folder_is_not_overwritten(tmp_path: Path, capsys) -> None:
