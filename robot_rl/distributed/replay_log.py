@@ -5,7 +5,7 @@
         header  <4s I Q Q 32s>            b"RRLC", format version, chunk number in the segment, payload bytes,
                                           sha256(header fields + payload)
         payload                           a serialized ``LogChunk`` (link.proto): batches of records exactly
-                                          as actors sent them, with actor id and session
+                                          as actors sent them, with actor id and the actor process's session id
 
 Every flush appends one chunk, then ``fsync``s: a chunk is durable before any record in it is acknowledged.
 Each learner process starts a new segment (and a new one after ``segment_bytes``); old segments are never

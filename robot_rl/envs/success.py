@@ -50,16 +50,13 @@ class SuccessSignal(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
     def _mark(self, info: dict[str, Any], at_reset: bool) -> dict[str, Any]:
-        if self.key is not None:
-            if self.key not in info:
-                if at_reset:  # many envs report success only from their first step on
-                    return info
-                raise KeyError(f"--success-key {self.key!r}: the env's step info has no such key "
-                               f"(it has: {', '.join(sorted(info)) or 'none'})")
-        elif self.found is None:
+        if self.found is None:
             self.found = next((k for k in SUCCESS_KEYS if k in info), None)
-        if self.found is not None and self.found in info:
+        if self.found in info:
             info["is_success"] = bool(info[self.found])
+        elif self.key is not None and not at_reset:  # many envs report success only from their first step on
+            raise KeyError(f"--success-key {self.key!r}: the env's step info has no such key "
+                           f"(it has: {', '.join(sorted(info)) or 'none'})")
         return info
 
 
@@ -71,9 +68,9 @@ def is_goal_env(env: gym.Env) -> bool:
     return {"achieved_goal", "desired_goal"} <= keys and callable(getattr(env.unwrapped, "compute_reward", None))
 
 
-def default_criterion(robot_rl_task: bool, goal_env: bool) -> Criterion:
+def default_criterion(env: gym.Env) -> Criterion:
     """``final`` for goal-conditioned envs, ``any`` for everything else (see the module docstring)."""
-    return "final" if goal_env and not robot_rl_task else "any"
+    return "final" if is_goal_env(env) else "any"
 
 
 class EpisodeSuccess:

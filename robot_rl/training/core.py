@@ -30,7 +30,7 @@ from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler, Sampler
 from robot_rl.data.transition import EXTRAS, episode_extras
 from robot_rl.training.config import TrainConfig
-from robot_rl.training.env_factory import EnvConfig, is_robot_rl_task, success_criterion
+from robot_rl.training.env_factory import EnvConfig, success_criterion
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.hil import prepare_demo
 from robot_rl.training.record import demo_summary, record_scripted_demos
@@ -109,7 +109,7 @@ class LearnerCore:
             return load_demos(recorded), str(recorded)
         if cfg.scripted_demos <= 0:
             return [], "none"
-        if cfg.env.env_factory is not None or not is_robot_rl_task(cfg.env.task):
+        if not cfg.env.robot_rl_task:
             return [], (f"none (--scripted-demos {cfg.scripted_demos} skipped: {cfg.env.name!r} has no scripted "
                         "expert; give recorded demos with --demos DIR)")
         if record_env is None:

@@ -13,7 +13,7 @@ from typing import Literal
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.envs.success import Criterion, SuccessSignal, default_criterion, is_goal_env
+from robot_rl.envs.success import Criterion, SuccessSignal, default_criterion
 from robot_rl.envs.wrappers import DictObservation
 from robot_rl.rewards.state_check import check_classifier_reward
 
@@ -69,6 +69,11 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.env_kwargs must be a JSON object, got {self.env_kwargs!r}")
         check_classifier_reward("EnvConfig", self.reward_classifier, self.classifier_threshold,
                                 self.classifier_state_checks)
+
+    @property
+    def robot_rl_task(self) -> bool:
+        """This env is one of our simulated tasks (with a scripted expert), not a gymnasium id or a factory's."""
+        return self.env_factory is None and is_robot_rl_task(self.task)
 
     @property
     def name(self) -> str:
@@ -180,6 +185,4 @@ def make_env_from_config(config: EnvConfig, render_mode: str | None = None, trai
 
 def success_criterion(config: EnvConfig, env: gym.Env) -> Criterion:
     """The criterion ``config`` asks for, ``auto`` resolved for ``env`` (see ``robot_rl.envs.success``)."""
-    if config.success_criterion != "auto":
-        return config.success_criterion
-    return default_criterion(config.env_factory is None and is_robot_rl_task(config.task), is_goal_env(env))
+    return default_criterion(env) if config.success_criterion == "auto" else config.success_criterion

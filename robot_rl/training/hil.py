@@ -19,7 +19,6 @@ from robot_rl.teleop import make_teleop
 from robot_rl.teleop.base import Teleoperator
 from robot_rl.teleop.corrector import no_scripted_corrector
 from robot_rl.teleop.intervention import InterventionConfig, InterventionWrapper
-from robot_rl.training.env_factory import is_robot_rl_task
 
 RLIF_PENALTY = -1.0
 
@@ -42,7 +41,7 @@ def check_rlif_has_device(cfg: Any) -> None:
     remote actors does not: their devices are on the actors.)"""
     if cfg.intervention_mode == "rlif" and cfg.teleop == "none":
         raise ValueError("TrainConfig.intervention_mode='rlif' needs a teleop device (its only reward)")
-    check_scripted_teleop(cfg.teleop, cfg.env.name, cfg.env.env_factory is None and is_robot_rl_task(cfg.env.task))
+    check_scripted_teleop(cfg.teleop, cfg.env.name, cfg.env.robot_rl_task)
 
 
 def check_scripted_teleop(teleop: str, env_name: str, robot_rl_task: bool) -> None:

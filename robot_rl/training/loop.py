@@ -16,6 +16,7 @@ from tqdm import tqdm
 from robot_rl.agents.policy import ActingPolicy
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.transition import step_env
+from robot_rl.envs.success import EpisodeSuccess
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.core import (
     CHECKPOINT,
@@ -24,7 +25,6 @@ from robot_rl.training.core import (
     resumed_config,
     start_process,
 )
-from robot_rl.envs.success import EpisodeSuccess
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config, success_criterion
 from robot_rl.training.evaluate import TRAIN_SEED_BASE, EvalResult
 from robot_rl.training.hil import (

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -117,5 +118,5 @@ def test_the_default_criterion_is_final_for_goal_envs_and_any_elsewhere():
 
 
 def test_an_unregistered_id_suggests_the_module_form():
-    with pytest.raises(ValueError, match="module:EnvId, e.g. gymnasium_robotics:FetchReach-v4"):
+    with pytest.raises(ValueError, match=re.escape("module:EnvId, e.g. gymnasium_robotics:FetchReach-v4")):
         make_training_env("FetchReach-v4")
