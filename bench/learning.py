@@ -8,8 +8,12 @@ Every method runs the same recipe flags (default: ``robot-rl train``'s CPU quick
 ``_recipe.py``) and is evaluated the same way (deterministic actions, the same held-out seeds, every
 ``--eval-every`` env steps); "steps to X%" is the first evaluation at or above the threshold. SB3 SAC gets our
 network sizes, batch size, learning start and update-to-data ratio (its ``gradient_steps``), so both sides
-spend the same compute per env step; it has no demos (SB3 has no demo buffer). Results are printed as a
-markdown table and written as JSON next to the run folders (``--out``).
+spend the same compute per env step. ``sb3`` has no demos; ``sb3_demos`` is the peer a user with demos would
+build: the same scripted demos as ours (same expert, seeds and noise) put into SB3's replay buffer before
+learning starts, where its uniform sampling mixes them with online data. Results are printed as a markdown
+table and written as JSON next to the run folders (``--out``).
+
+    python bench/learning.py --task pick_cube --budget 20000 --seeds 0 1 2 --methods ours sb3_demos
 """
 
 from __future__ import annotations
@@ -117,8 +121,32 @@ def run_lockstep(cfg: TrainConfig, n_actors: int, learner_overrides: dict) -> li
     return list(zip(steps.tolist(), success.tolist()))
 
 
+def put_demos_into_sb3(model, env, cfg: TrainConfig) -> int:
+    """Record ``cfg.scripted_demos`` with the task's expert exactly as our learner does (same seeds and noise)
+    and add every transition to ``model``'s replay buffer, observations flattened as ``FlattenObservation``
+    does and actions in SB3's [-1, 1] policy units. Returns the number of transitions added."""
+    from gymnasium.spaces import flatten
+
+    from robot_rl.training.record import record_scripted_demos
+
+    episodes, _ = record_scripted_demos(env, cfg.env.task, cfg.scripted_demos, None, noise_std=cfg.demo_noise,
+                                        seed=cfg.seed)
+    space = env.observation_space
+    added = 0
+    for ep in episodes:
+        obs = [flatten(space, {k: v[t] for k, v in ep.observations.items()}) for t in range(len(ep) + 1)]
+        for t in range(len(ep)):
+            last = t == len(ep) - 1
+            done, cut = last and (ep.terminated or ep.truncated), last and ep.truncated and not ep.terminated
+            model.replay_buffer.add(obs[t][None], obs[t + 1][None], model.policy.scale_action(ep.actions[t])[None],
+                                    np.array([ep.rewards[t]]), np.array([done]), [{"TimeLimit.truncated": cut}])
+            added += 1
+    return added
+
+
 def run_sb3(cfg: TrainConfig) -> list[tuple[int, float]]:
-    """SB3 SAC, its defaults but our network size, batch, learning start, UTD and n-step returns."""
+    """SB3 SAC, its defaults but our network size, batch, learning start, UTD and n-step returns; with
+    ``cfg.scripted_demos`` > 0 the same demos as ours go into its replay buffer first."""
     from stable_baselines3 import SAC
     from stable_baselines3.common.callbacks import BaseCallback
 
@@ -151,6 +179,12 @@ def run_sb3(cfg: TrainConfig) -> list[tuple[int, float]]:
         verbose=0,
         device="cpu",
     )
+    if cfg.scripted_demos > 0:
+        if cfg.env.obs != "state":
+            raise SystemExit("sb3_demos: state observations only (SB3's n-step replay takes Box observations)")
+        demo_env = make_env_from_config(cfg.env)
+        print(f"sb3_demos: {put_demos_into_sb3(model, demo_env, cfg)} demo transitions in SB3's replay", flush=True)
+        demo_env.close()
     model.learn(total_timesteps=cfg.total_env_steps, callback=EvalEvery())
     return curve
 
@@ -161,7 +195,7 @@ def main() -> None:
     parser.add_argument("--obs", default="state", choices=["state", "pixels"])
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--methods", nargs="+", default=["ours", "ours_no_demos", "sb3"],
-                        choices=["ours", "ours_no_demos", "sb3", "ours_actors1", "ours_actors2", "ours_episode_insert",
+                        choices=["ours", "ours_no_demos", "sb3", "sb3_demos", "ours_actors1", "ours_actors2", "ours_episode_insert",
                                  "ours_lockstep1", "ours_lockstep2"])
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--actor-lead", type=int, default=None,
@@ -188,7 +222,7 @@ def main() -> None:
                 overrides["max_actor_lead"] = args.actor_lead * cfg.actors
             if args.weights_period is not None:
                 overrides["weights_period_s"] = args.weights_period
-            if method == "sb3":
+            if method.startswith("sb3"):
                 curve = run_sb3(cfg)
             elif method.startswith("ours_lockstep"):
                 curve = run_lockstep(cfg, int(method.removeprefix("ours_lockstep")), overrides)
@@ -216,7 +250,7 @@ def main() -> None:
         medians[method], cells = steps_columns(rows, args.budget)
         print(f"| {method} | {' | '.join(cells)} | {sum(r['wall_s'] for r in rows)} s |")
     if "ours" in medians and np.isfinite(medians["ours"]):
-        for other in ("sb3", "ours_no_demos", "ours_actors1", "ours_actors2", "ours_episode_insert",
+        for other in ("sb3", "sb3_demos", "ours_no_demos", "ours_actors1", "ours_actors2", "ours_episode_insert",
                       "ours_lockstep1", "ours_lockstep2"):
             if other in medians:
                 ratio = medians[other] / medians["ours"]
