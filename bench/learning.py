@@ -195,8 +195,8 @@ def main() -> None:
     parser.add_argument("--obs", default="state", choices=["state", "pixels"])
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--methods", nargs="+", default=["ours", "ours_no_demos", "sb3"],
-                        choices=["ours", "ours_no_demos", "sb3", "sb3_demos", "ours_actors1", "ours_actors2", "ours_episode_insert",
-                                 "ours_lockstep1", "ours_lockstep2"])
+                        choices=["ours", "ours_no_demos", "sb3", "sb3_demos", "ours_actors1", "ours_actors2",
+                                 "ours_episode_insert", "ours_lockstep1", "ours_lockstep2"])
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--actor-lead", type=int, default=None,
                         help="ours_actorsN: env steps per actor the actors may run ahead of the learner's updates "

@@ -31,7 +31,9 @@ return stops at a human takeover and bootstraps from the takeover state's value 
 the last policy steps before a takeover would be credited with the corrections that follow, rewarding a
 policy for stalling where a human steps in.
 
-Symmetry / DrQ augmentation is meant to wrap ``sample`` (a ``Batch -> Batch`` transform); none applied here.
+Goal-conditioned envs: with ``GoalRewards`` (``robot_rl.data.hindsight``) ``sample`` relabels a share of the
+sampled transitions with a goal their episode achieved later and recomputes their n-step rewards. Symmetry /
+DrQ augmentation wraps the sampled ``Batch`` (a ``Batch -> Batch`` transform of the agent); none applied here.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -50,12 +52,13 @@ import torch
 
 from robot_rl.data.batch import Batch
 from robot_rl.data.episode import Episode
+from robot_rl.data.hindsight import ACHIEVED, DESIRED, GoalRewards
 from robot_rl.data.spaces import check_episode, describe_space
 from robot_rl.envs.contract import INFO_KEYS, check_observation
 from robot_rl.utils.atomic import atomic_write
 
 REPLAY_FORMAT_VERSION = 2
-"""2: explicit ``next`` links and named streams; version 1 files (contiguous episodes) still load."""
+"""2: explicit ``next`` links and named streams. Files of another version are refused by number."""
 DEFAULT_STREAM = ""
 INTERVENTION = "intervention"
 """The extra that says who acted (True: a human / corrector); n-step windows stop where it changes."""
@@ -71,6 +74,11 @@ class ReplayConfig:
     """Steps summed in the return before bootstrapping (1 = plain TD)."""
     gamma: float = 0.99
     """Per-step discount of the n-step return."""
+    hindsight: Literal["auto", "on", "off"] = "auto"
+    """Hindsight goal relabelling at sample time (``robot_rl.data.hindsight``): ``auto`` for goal-conditioned
+    envs (achieved/desired goal observations and ``compute_reward``), ``on`` requires one, ``off`` never."""
+    hindsight_fraction: float = 0.8
+    """Share of sampled transitions relabelled with a future achieved goal of their episode."""
 
     def __post_init__(self) -> None:
         if self.n_step < 1:
@@ -79,6 +87,10 @@ class ReplayConfig:
             raise ValueError(f"ReplayConfig.capacity must be >= n_step + 2, got {self.capacity}")
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"ReplayConfig.gamma must be in [0, 1], got {self.gamma}")
+        if self.hindsight not in ("auto", "on", "off"):
+            raise ValueError(f"ReplayConfig.hindsight must be auto, on or off, got {self.hindsight!r}")
+        if not 0.0 <= self.hindsight_fraction <= 1.0:
+            raise ValueError(f"ReplayConfig.hindsight_fraction must be in [0, 1], got {self.hindsight_fraction}")
 
 
 def _resolve_extras(extras_keys: Mapping[str, npt.DTypeLike] | Sequence[str]) -> dict[str, np.dtype]:
@@ -105,6 +117,7 @@ class ReplayBuffer:
 
     extras_keys: side channels stored per step, as ``{name: dtype}`` or names (contract info keys such as
     ``intervention`` -> bool, anything else -> float32). ``add`` and ``add_episode`` must supply every one.
+    goals: relabel sampled transitions with hindsight goals (``robot_rl.data.hindsight.goal_rewards_for``).
     """
 
     def __init__(
@@ -114,8 +127,13 @@ class ReplayBuffer:
         config: ReplayConfig | None = None,
         extras_keys: Mapping[str, npt.DTypeLike] | Sequence[str] = (),
         seed: int = 0,
+        goals: GoalRewards | None = None,
     ) -> None:
         self.config = config or ReplayConfig()
+        if goals is not None and not {ACHIEVED, DESIRED} <= set(observation_space.spaces):
+            raise ValueError(f"ReplayBuffer goals: observations need {ACHIEVED!r} and {DESIRED!r} keys to relabel, "
+                             f"got {sorted(observation_space.spaces)}")
+        self.goals = goals
         self.observation_space = observation_space
         self.space_description = describe_space(observation_space)
         self.action_dim = int(action_dim)
@@ -341,9 +359,10 @@ class ReplayBuffer:
         self._refresh_valid(np.concatenate(refresh))
 
     # ------------------------------------------------------------------------------------------- sampling
-    def _windows(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _windows(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                     np.ndarray]:
         """n-step windows from ``starts`` [B] -> n_eff int, return float64, terminal bool, ok bool, bootstrap
-        record int (each [B]).
+        record int (each [B]) and the window's step records [n, B] (-1 past its end).
 
         The window follows ``next`` for up to n steps, stopping at a terminal step, before the episode's final
         record (truncation), or before a step taken by the other actor (policy vs human, the ``intervention``
@@ -356,8 +375,10 @@ class ReplayBuffer:
         alive = self._is_step[starts].copy()
         complete = alive.copy()
         s, last = starts.copy(), starts.copy()
+        path = np.full((n, len(starts)), -1, np.int64)
         actor = self._extras.get(INTERVENTION)
         for k in range(n):
+            path[k] = np.where(alive, s, -1)
             ret += np.where(alive, gamma**k * self._reward[s], 0.0)
             n_eff += alive
             terminal |= alive & self._terminated[s]
@@ -370,7 +391,7 @@ class ReplayBuffer:
             if actor is not None:  # never across a takeover or hand-back: see the module notes
                 alive &= actor[nxt] == actor[starts]
             s = np.where(alive, nxt, s)
-        return n_eff, ret, terminal, complete, self._next[last]
+        return n_eff, ret, terminal, complete, self._next[last], path
 
     def _refresh_valid(self, starts: np.ndarray) -> None:
         self._valid[starts] = self._windows(starts)[3]
@@ -382,26 +403,69 @@ class ReplayBuffer:
         return self._valid_idx
 
     def sample(self, batch_size: int, device: torch.device | str | None = None) -> Batch:
-        """Uniformly sample ``batch_size`` n-step transitions (with replacement) from the seeded RNG."""
+        """Uniformly sample ``batch_size`` n-step transitions (with replacement) from the seeded RNG, a share of
+        them relabelled with hindsight goals when the buffer has ``goals``."""
         pool = self._valid_indices()
         if len(pool) == 0:
             raise ValueError("ReplayBuffer.sample: the buffer holds no sampleable transition yet")
         starts = pool[self._rng.integers(0, len(pool), size=batch_size)]
-        return self.gather(starts, device)
+        relabel = None
+        if self.goals is not None:
+            relabel = np.flatnonzero(self._rng.random(batch_size) < self.goals.fraction)
+        return self.gather(starts, device, relabel)
 
-    def gather(self, starts: np.ndarray, device: torch.device | str | None = None) -> Batch:
-        """The ``Batch`` for the given valid start records ``starts`` [B] (vectorised, no per-sample loop)."""
-        n_eff, ret, terminal, _, nxt = self._windows(starts)
+    def gather(self, starts: np.ndarray, device: torch.device | str | None = None,
+               relabel: np.ndarray | None = None) -> Batch:
+        """The ``Batch`` for the given valid start records ``starts`` [B] (vectorised, no per-sample loop);
+        the rows ``relabel`` (indices into ``starts``) get a future achieved goal of their episode as their
+        desired goal, and rewards recomputed for it (needs ``goals``)."""
+        n_eff, ret, terminal, _, nxt, path = self._windows(starts)
+        obs = {k: v[starts] for k, v in self._frames.items()}
+        next_obs = {k: v[nxt] for k, v in self._frames.items()}
+        if relabel is not None and len(relabel):
+            if self.goals is None:
+                raise ValueError("ReplayBuffer.gather: relabel needs a buffer made with goals")
+            goal = self._frames[ACHIEVED][self._future_records(starts[relabel])]
+            obs[DESIRED][relabel] = goal
+            next_obs[DESIRED][relabel] = goal
+            ret[relabel] = self._relabelled_returns(path[:, relabel], goal)
         discount = np.where(terminal, 0.0, self.config.gamma**n_eff).astype(np.float32)
         batch = Batch(
-            obs={k: torch.from_numpy(v[starts]) for k, v in self._frames.items()},
+            obs={k: torch.from_numpy(v) for k, v in obs.items()},
             action=torch.from_numpy(self._action[starts]),
             reward=torch.from_numpy(ret.astype(np.float32)),
             discount=torch.from_numpy(discount),
-            next_obs={k: torch.from_numpy(v[nxt]) for k, v in self._frames.items()},
+            next_obs={k: torch.from_numpy(v) for k, v in next_obs.items()},
             extras={k: torch.from_numpy(v[starts]) for k, v in self._extras.items()},
         )
         return batch if device is None else batch.to(device)
+
+    def _future_records(self, starts: np.ndarray) -> np.ndarray:
+        """For each start step, one record drawn uniformly from the later frames of its episode that the ring
+        holds (from its next observation to the final one; an open episode's written ones): one pass along the
+        ``next`` links with reservoir sampling, so a chain is walked once whatever its length."""
+        chosen = self._next[starts].copy()
+        current, seen = chosen.copy(), np.ones(len(starts), np.int64)
+        alive = self._is_step[current] & (self._next[current] >= 0)
+        while alive.any():
+            current = np.where(alive, self._next[current], current)
+            seen += alive
+            take = alive & (self._rng.random(len(starts)) * seen < 1.0)  # keep the k-th with probability 1/k
+            chosen = np.where(take, current, chosen)
+            alive &= self._is_step[current] & (self._next[current] >= 0)
+        return chosen
+
+    def _relabelled_returns(self, path: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        """n-step returns of the windows ``path`` [n, B] (step records, -1 past the end) under goals [B, G]."""
+        assert self.goals is not None
+        ret = np.zeros(path.shape[1], np.float64)
+        for k, steps in enumerate(path):
+            live = np.flatnonzero(steps >= 0)
+            if len(live) == 0:
+                break
+            achieved = self._frames[ACHIEVED][self._next[steps[live]]]
+            ret[live] += self.config.gamma**k * self.goals.rewards(achieved, goal[live])
+        return ret
 
     def episodes(self) -> list[Episode]:
         """The ring's contents as episodes in write order: each chain of ``next`` links from a step record no

@@ -26,6 +26,7 @@ from robot_rl.agents.sac import SACAgent
 from robot_rl.data.batch import Batch
 from robot_rl.data.demos import load_demos
 from robot_rl.data.episode import Episode
+from robot_rl.data.hindsight import goal_rewards_for
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler, Sampler
 from robot_rl.data.transition import EXTRAS, episode_extras
@@ -81,16 +82,20 @@ def start_process(config: TrainConfig) -> None:
 
 
 class LearnerCore:
-    def __init__(self, config: TrainConfig, observation_space: gym.spaces.Dict, action_space: gym.spaces.Box,
-                 run_dir: RunDir, batch_transform: Callable[[Batch], Batch] | None = None) -> None:
+    def __init__(self, config: TrainConfig, env: gym.Env, run_dir: RunDir,
+                 batch_transform: Callable[[Batch], Batch] | None = None) -> None:
+        """``env``: the run's env as the agent sees it (its spaces; a goal-conditioned env's ``compute_reward``
+        for hindsight relabelling)."""
         self.train = cfg = config
         self.run_dir = run_dir
-        self.agent = SACAgent(cfg.agent, observation_space, action_space, device=cfg.device, seed=cfg.seed,
+        space, action_space = env.observation_space, env.action_space
+        self.agent = SACAgent(cfg.agent, space, action_space, device=cfg.device, seed=cfg.seed,
                               batch_transform=batch_transform)
         action_dim = action_space.shape[0]
-        self.replay = ReplayBuffer(observation_space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed)
-        self.demo_replay = ReplayBuffer(observation_space, action_dim, cfg.replay, extras_keys=EXTRAS,
-                                        seed=cfg.seed + 1)
+        goals = goal_rewards_for(cfg.replay, env, "--replay.hindsight")
+        self.replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed, goals=goals)
+        self.demo_replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed + 1,
+                                        goals=goals)
         self.sampler: Sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
         self.env_steps = self.episodes = self.updates = self.update_calls = 0
         self.last_eval: EvalResult | None = None
