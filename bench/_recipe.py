@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
+import platform
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -112,11 +116,41 @@ def run_stamp() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
+RESULTS = Path(__file__).resolve().parent / "results"
+"""Raw results of every benchmark run, one JSON file each (``bench/results/<benchmark>/``): the tables of
+docs/benchmarks.md are built from them (``python bench/report.py``)."""
+
+
 def results_name(stamp: str, args: argparse.Namespace, *parts: str) -> str:
     """File name of a benchmark's JSON results: time, task, ``parts`` and seeds (runs started in the same
     second with other seeds or methods must not overwrite each other)."""
     seeds = "-".join(str(s) for s in args.seeds)
     return "-".join([stamp, args.task, *parts, f"s{seeds}"]) + ".json"
+
+
+def provenance() -> dict[str, object]:
+    """Where and when a result was measured: date, commit (``+dirty`` with local changes), CPU, cores."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*cmd: str) -> str:
+        done = subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() \
+        else platform.processor()
+    commit = git("rev-parse", "--short", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return {"date": time.strftime("%Y-%m-%d"), "commit": commit + ("+dirty" if dirty else ""),
+            "cpu": cpu, "cores": os.cpu_count()}
+
+
+def write_results(benchmark: str, name: str, doc: dict) -> Path:
+    """``doc`` with its provenance as ``bench/results/<benchmark>/<name>``; returns the path."""
+    path = RESULTS / benchmark / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"provenance": provenance()} | doc, default=str, indent=1) + "\n")
+    return path
 
 
 def steps_columns(rows: list[dict], budget: int) -> tuple[float, list[str]]:

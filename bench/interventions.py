@@ -27,6 +27,7 @@ from _recipe import (
     run_stamp,
     steps_columns,
     steps_to,
+    write_results,
 )
 
 from robot_rl.training.config import TrainConfig
@@ -67,9 +68,8 @@ def main() -> None:
             results.setdefault(method, []).append(row)
             print(method, json.dumps(row), flush=True)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / results_name(stamp, args, *args.methods)).write_text(json.dumps(vars(args) | {"results": results},
-                                                                   default=str, indent=1))
+    saved = write_results("interventions", results_name(stamp, args, *args.methods), vars(args) | {"results": results})
+    print(f"results: {saved}")
     pct = f"{args.threshold:.0%}"
     print(f"\n| method | steps to {pct} per seed | median | final success | intervention rate first -> last 10% |")
     print("|---|---|---|---|---|")

@@ -11,7 +11,8 @@ network sizes, batch size, learning start and update-to-data ratio (its ``gradie
 spend the same compute per env step. ``sb3`` has no demos; ``sb3_demos`` is the peer a user with demos would
 build: the same scripted demos as ours (same expert, seeds and noise) put into SB3's replay buffer before
 learning starts, where its uniform sampling mixes them with online data. Results are printed as a markdown
-table and written as JSON next to the run folders (``--out``).
+table and written, with date, commit and CPU, to ``bench/results/learning/`` (``bench/report.py`` builds the
+tables of docs/benchmarks.md from them); run folders go under ``--out``.
 
     python bench/learning.py --task pick_cube --budget 20000 --seeds 0 1 2 --methods ours sb3_demos
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _recipe import add_recipe_args, recipe_config, results_name, run_stamp, steps_columns, steps_to
+from _recipe import add_recipe_args, recipe_config, results_name, run_stamp, steps_columns, steps_to, write_results
 from gymnasium.wrappers import FlattenObservation
 
 from robot_rl.training.config import TrainConfig
@@ -238,10 +239,9 @@ def main() -> None:
             results.setdefault(method, []).append(row)
             print(method, json.dumps(row), flush=True)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / results_name(stamp, args, args.obs, *args.methods)).write_text(
-        json.dumps(vars(args) | {"results": results}, default=str, indent=1)
-    )
+    saved = write_results("learning", results_name(stamp, args, args.obs, *args.methods),
+                          vars(args) | {"results": results})
+    print(f"results: {saved}")
     pct = f"{args.threshold:.0%}"
     print(f"\n| method | steps to {pct} per seed | median | final success per seed | wall time |")
     print("|---|---|---|---|---|")

@@ -29,6 +29,7 @@ from _recipe import (
     recipe_config,
     results_name,
     run_stamp,
+    write_results,
 )
 
 from robot_rl.training.evaluate import EVAL_SEED_BASE, evaluate, wilson_interval
@@ -91,9 +92,9 @@ def main() -> None:
         rows.append(row)
         print("rlif", json.dumps(row), flush=True)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / results_name(stamp, args, "rlif")).write_text(json.dumps(vars(args) | {"expert_success": bar,
-                                                                                 "results": rows}, default=str))
+    doc = vars(args) | {"expert_success": bar, "results": rows}
+    saved = write_results("rlif", results_name(stamp, args, "rlif"), doc)
+    print(f"results: {saved}")
     finals = [r["final_success"] for r in rows]
     print("\n| | success | intervention rate first -> last 10% |\n|---|---|---|")
     print(f"| degraded expert | {bar:.0%} | - |")

@@ -58,9 +58,17 @@ class CheckHardwareArgs:
     """How long to listen."""
     namespace: str = ""
     """The driver's namespace (as the bridge's ``namespace:=``)."""
+    config_only: bool = False
+    """Only validate the config file and print what the bridge will read, command and enforce (no ROS, no
+    driver): the first check of a new arm config."""
 
 
 def _check_hardware(args: CheckHardwareArgs) -> int:
+    if args.config_only:
+        from robot_rl.ros.inputs import describe_arm
+
+        print("\n".join(describe_arm(args.config)))
+        return 0
     from robot_rl.ros.selfcheck import check_hardware
 
     if not 0.5 <= args.seconds <= 600:

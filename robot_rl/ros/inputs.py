@@ -133,3 +133,25 @@ class InputMonitor:
                     why = "ok (latched status received)"
             out[name] = why
         return out
+
+
+def describe_arm(config: str) -> list[str]:
+    """An arm config, validated, as lines: what the bridge reads, what it commands and the limits it enforces."""
+    from robot_rl.ros.hardware import load_arm_config, resolve_config_path
+
+    arm = load_arm_config(config)
+    limits = arm.safety
+    lines = [
+        f"{resolve_config_path(config, 'arms')}: valid",
+        f"{arm.name} ({arm.driver}): base frame {arm.base_frame!r}, policy at {arm.control_hz:g} Hz",
+        f"  command: {arm.command.backend} on {arm.command.topic!r} at {arm.command.publish_hz:g} Hz",
+        f"  gripper: {arm.gripper.backend}",
+        "  inputs the bridge needs before it commands:",
+    ]
+    lines += [f"    {spec.name}: {spec.topic!r} ({spec.msg_type})" for spec in required_inputs(arm)]
+    lines += [
+        f"  workspace box (m): {list(limits.workspace_low_m)} to {list(limits.workspace_high_m)}",
+        f"  per control step at action 1: {limits.max_step_m:g} m, {limits.max_step_rad:g} rad; "
+        f"tilt cone {'none' if limits.max_tilt_rad is None else f'{limits.max_tilt_rad:g} rad'}",
+    ]
+    return lines

@@ -30,6 +30,20 @@ def test_every_arm_config_loads(path: Path) -> None:
     assert load_arm_config(path.stem) == arm  # by name, as the launch files pass it
 
 
+@pytest.mark.parametrize("path", ARMS, ids=lambda p: p.stem)
+def test_check_hardware_config_only_describes_each_arm(path: Path) -> None:
+    """``robot-rl check-hardware CONFIG --config-only``: the file validated, with what the bridge reads,
+    commands and enforces, without ROS."""
+    from robot_rl.ros.inputs import describe_arm, required_inputs
+
+    arm = load_arm_config(path)
+    text = "\n".join(describe_arm(str(path)))
+    assert text.startswith(f"{path}: valid")
+    assert f"{arm.command.backend} on {arm.command.topic!r}" in text
+    assert all(spec.topic in text for spec in required_inputs(arm))
+    assert str(list(arm.safety.workspace_low_m)) in text
+
+
 @pytest.mark.parametrize("path", CAMERAS, ids=lambda p: p.stem)
 def test_every_camera_config_loads(path: Path) -> None:
     cam = load_camera_config(path)
