@@ -15,7 +15,7 @@ state, output layers and losses stay float32); SB3 has no such mode and runs flo
 
     python bench/learner_throughput.py            # full run (about a minute per row)
     python bench/learner_throughput.py --quick    # smoke run
-    python bench/learner_throughput.py --compile  # also time SACConfig(compile=True): whole compiled steps
+    python bench/learner_throughput.py --compile  # also time SACConfig(compile="on"): whole compiled steps
     python bench/learner_throughput.py --allocator default  # glibc's malloc defaults for both sides
 """
 
@@ -119,7 +119,7 @@ def measure(runs: dict[str, Callable[[int], float]], steps: int, rounds: int) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: few steps, one round")
-    parser.add_argument("--compile", action="store_true", help="also time SACConfig(compile=True)")
+    parser.add_argument("--compile", action="store_true", help="also time SACConfig(compile='on')")
     parser.add_argument("--steps", type=int, default=None, help="updates per round (default 40; quick 5)")
     parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 5; quick 1)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads, both sides (default 1)")
@@ -143,9 +143,9 @@ def main() -> None:
             runs["ours, precision=bfloat16"] = ours(n, precision="bfloat16")
         runs["ours, no LayerNorm (SB3's MLP)"] = ours(n, critic_layer_norm=False)
         if args.compile:
-            runs["ours, compile=True"] = ours(n, compile=True)
+            runs["ours, compiled"] = ours(n, compile="on")
             if native_bfloat16:
-                runs["ours, compile=True, precision=bfloat16"] = ours(n, compile=True, precision="bfloat16")
+                runs["ours, compiled, precision=bfloat16"] = ours(n, compile="on", precision="bfloat16")
         baseline = sb3(n)
         if baseline is not None:
             runs["sb3"] = baseline

@@ -24,6 +24,7 @@ from torch.func import functional_call, grad
 from torch.optim.adam import adam
 
 if TYPE_CHECKING:
+    from robot_rl.agents.config import SACConfig
     from robot_rl.agents.sac import CriticDraws, Metrics, SACAgent
     from robot_rl.data.batch import Batch
 
@@ -82,17 +83,41 @@ def _clip_(grads: list[torch.Tensor], max_norm: float) -> None:
     torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp(max=1.0))
 
 
+AUTO_COMPILE_MIN_UPDATES = 20_000
+"""Planned updates from which ``compile="auto"`` compiles: about twice the measured break-even, where faster
+updates have paid for the first update's compile (docs/architecture.md)."""
+
+
+def _compilers() -> list[str]:
+    return [c for c in (os.environ.get("CXX"), "g++", "c++", "clang++") if c]
+
+
+def compile_decision(config: SACConfig, device: torch.device, planned_updates: int | None) -> tuple[bool, str]:
+    """Whether an agent compiles its update steps, and the line that says so (and why) for the run log."""
+    if config.compile == "off":
+        return False, "update step: eager (--agent.compile off)"
+    has_compiler = device.type != "cpu" or any(shutil.which(c) for c in _compilers())
+    if config.compile == "on":
+        if not has_compiler:  # without this check the failure would come at the first update, minutes in
+            raise RuntimeError(
+                f"SACConfig.compile='on' on CPU needs a C++ compiler for torch.compile; none of {_compilers()} is "
+                "on PATH: install one (e.g. apt install g++) or train with --agent.compile off")
+        return True, "update step: compiled (the first update compiles for 20-40 s)"
+    if not has_compiler:
+        return False, (f"update step: eager (no C++ compiler for torch.compile: none of {_compilers()} on PATH; "
+                       "install one, e.g. apt install g++, for 1.1-1.6x faster updates)")
+    if planned_updates is None or planned_updates < AUTO_COMPILE_MIN_UPDATES:
+        planned = "unknown" if planned_updates is None else f"{planned_updates:,}"
+        return False, (f"update step: eager ({planned} planned updates; compiling pays back from "
+                       f"{AUTO_COMPILE_MIN_UPDATES:,}, --agent.compile on forces it)")
+    return True, (f"update step: compiled for {planned_updates:,} planned updates (the first update compiles "
+                  "for 20-40 s)")
+
+
 class CompiledSteps:
     """The compiled critic and actor steps of one agent (compiled on first use)."""
 
     def __init__(self, agent: SACAgent) -> None:
-        compilers = [c for c in (os.environ.get("CXX"), "g++", "c++", "clang++") if c]
-        if agent.device.type == "cpu" and not any(shutil.which(c) for c in compilers):
-            # Without this, the failure would come at the first update, minutes into a run.
-            raise RuntimeError(
-                f"SACConfig.compile=True on CPU needs a C++ compiler for torch.compile; none of {compilers} is on "
-                "PATH: install one (e.g. apt install g++) or train without --agent.compile"
-            )
         for optimizer in (*agent.critic_optimizers(), *agent.actor_optimizers()):
             groups = optimizer.param_groups  # what ``_adam_`` implements, so nothing is silently ignored
             plain = not any(groups[0][k] for k in ("amsgrad", "maximize", "decoupled_weight_decay"))

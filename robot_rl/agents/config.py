@@ -55,10 +55,12 @@ class SACConfig:
     convolutions. ``bfloat16`` about halves their time on CPUs with AVX512-BF16 / AMX and on Ampere+ GPUs;
     parameters, optimiser state, the output layers (Q-values, action mean / std), image features after the
     backbone and all losses stay float32 (docs/architecture.md)."""
-    compile: bool = False
+    compile: Literal["auto", "on", "off"] = "auto"
     """``torch.compile`` each critic step and each actor step whole (losses, gradients, Adam, Polyak): the
-    first update compiles for 20-40 s (needs a C++ compiler on CPU), later ones run 1.3-1.7x faster on CPU
-    (docs/benchmarks.md). Same maths and random draws as eager; checkpoints move between the two."""
+    first update compiles for 20-40 s (needs a C++ compiler on CPU), later ones run 1.1-1.6x faster on CPU
+    (docs/benchmarks.md). ``auto``: compile when a C++ compiler is found and the run plans enough updates to
+    earn the compile time back (``compiled_steps.AUTO_COMPILE_MIN_UPDATES``), else eager; the run log says
+    which and why. Same maths and random draws either way; checkpoints move between the two."""
 
     # --- entropy --------------------------------------------------------------------------------------------
     init_temperature: float = 0.01
@@ -117,6 +119,8 @@ class SACConfig:
         def bad(name: str, why: str) -> ValueError:
             return ValueError(f"SACConfig.{name} {why}, got {getattr(self, name)!r}")
 
+        if self.compile not in ("auto", "on", "off"):
+            raise bad("compile", "must be auto, on or off")
         for name in ("hidden_dims", "gripper_hidden_dims", "cnn_channels", "cnn_strides"):
             dims = getattr(self, name)
             if not isinstance(dims, tuple) or not dims or any(not isinstance(d, int) or d <= 0 for d in dims):

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from robot_rl.agents.compiled_steps import CompiledSteps
+from robot_rl.agents.compiled_steps import CompiledSteps, compile_decision
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.networks import (
     EnsembleMLP,
@@ -86,7 +86,10 @@ class SACAgent:
         device: str | torch.device = "cpu",
         seed: int = 0,
         batch_transform: Callable[[Batch], Batch] | None = None,
+        planned_updates: int | None = None,
     ) -> None:
+        """``planned_updates``: critic updates the run plans (``compile="auto"`` compiles long runs only; None,
+        as for an agent loaded to act or evaluate: eager)."""
         self.policy = ActingPolicy(config, observation_space, action_space, device, seed)
         self.config = config
         self.device = self.policy.device
@@ -145,7 +148,13 @@ class SACAgent:
         self.num_critic_updates = 0
         self.num_actor_updates = 0
         self._training: bool | None = None
-        self._compiled: CompiledSteps | None = CompiledSteps(self) if c.compile else None
+        compiled, self.compile_note = compile_decision(c, self.device, planned_updates)
+        self._compiled: CompiledSteps | None = CompiledSteps(self) if compiled else None
+
+    @property
+    def compiled(self) -> bool:
+        """The update steps run compiled (``SACConfig.compile``)."""
+        return self._compiled is not None
 
     # ------------------------------------------------------------------------------------------- helpers
     def _modules(self) -> dict[str, nn.Module]:

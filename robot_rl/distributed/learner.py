@@ -75,7 +75,7 @@ class Learner(LearnerCore):
         self.eval_env = self.env if cfg.evaluate else None
         space, action_space = self.env.observation_space, self.env.action_space
         action_dim = action_space.shape[0]
-        super().__init__(t, self.env, RunDir(path))
+        super().__init__(t, self.env, RunDir(path), say=log.info)
         self._replay_lock = threading.Lock()
         self.weights_version = 0
         self._published_updates = -1

@@ -50,7 +50,11 @@ TRAIN_LOG_EVERY = 250
 
 
 def load_run_config(run: Path) -> TrainConfig:
-    return from_jsonable(TrainConfig, _nested_env(RunDir(run).read_config(), run), where=f"{run}/config.json")
+    doc = _nested_env(RunDir(run).read_config(), run)
+    agent = doc.get("agent", {})
+    if isinstance(agent.get("compile"), bool):  # a run folder from before compile had "auto"
+        agent["compile"] = "on" if agent["compile"] else "off"
+    return from_jsonable(TrainConfig, doc, where=f"{run}/config.json")
 
 
 def _nested_env(doc: dict[str, Any], run: Path) -> dict[str, Any]:
@@ -83,14 +87,18 @@ def start_process(config: TrainConfig) -> None:
 
 class LearnerCore:
     def __init__(self, config: TrainConfig, env: gym.Env, run_dir: RunDir,
-                 batch_transform: Callable[[Batch], Batch] | None = None) -> None:
+                 batch_transform: Callable[[Batch], Batch] | None = None,
+                 say: Callable[[str], None] = print) -> None:
         """``env``: the run's env as the agent sees it (its spaces; a goal-conditioned env's ``compute_reward``
-        for hindsight relabelling)."""
+        for hindsight relabelling). ``say`` prints the runner's milestone lines."""
         self.train = cfg = config
         self.run_dir = run_dir
+        self.say = say
         space, action_space = env.observation_space, env.action_space
+        planned = max(0, cfg.total_env_steps - cfg.learning_starts) * cfg.agent.utd_ratio
         self.agent = SACAgent(cfg.agent, space, action_space, device=cfg.device, seed=cfg.seed,
-                              batch_transform=batch_transform)
+                              batch_transform=batch_transform, planned_updates=planned)
+        say(self.agent.compile_note)
         action_dim = action_space.shape[0]
         goals = goal_rewards_for(cfg.replay, env, "--replay.hindsight")
         self.replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed, goals=goals)
@@ -131,6 +139,8 @@ class LearnerCore:
     def update(self, sample: Callable[[], Batch] | None = None) -> dict[str, float]:
         """One ``agent.update`` (``utd_ratio`` critic steps and an actor step) on mixed batches."""
         cfg = self.train
+        if self.update_calls == 0 and self.agent.compiled:
+            self.say("compiling the update step (torch.compile, 20-40 s, once per process) ...")
         metrics = self.agent.update(sample or (lambda: self.sampler.sample(cfg.batch_size, cfg.device)))
         self.update_calls += 1
         self.updates += cfg.agent.utd_ratio

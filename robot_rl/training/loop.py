@@ -52,7 +52,7 @@ class Trainer(LearnerCore):
         self.record_video = want_video and is_robot_rl_task(cfg.env.task)
         self.eval_env = make_env_from_config(cfg.env, render_mode="rgb_array" if self.record_video else None)
         run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.env.task, cfg.env.obs))
-        super().__init__(cfg, self.env, run_dir)
+        super().__init__(cfg, self.env, run_dir, say=self._log_line)
         self.router = make_router(cfg, self.replay, self.demo_replay)  # interventions -> demos; RLIF labels
 
         if cfg.resume is not None:

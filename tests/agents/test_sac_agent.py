@@ -231,7 +231,7 @@ def test_compiled_steps_match_eager_and_share_checkpoints() -> None:
     moves between the two paths in either direction."""
     cfg = SACConfig(hidden_dims=(16, 16), num_critics=3, utd_ratio=2, gripper="discrete", max_grad_norm=0.5)
     eager = SACAgent(cfg, state_space(5), action_space(7), seed=0)
-    compiled = SACAgent(dataclasses.replace(cfg, compile=True), state_space(5), action_space(7), seed=0)
+    compiled = SACAgent(dataclasses.replace(cfg, compile="on"), state_space(5), action_space(7), seed=0)
     batches = [make_batch(state_space(5), 7, seed=i) for i in range(6)]
     first, second = iter(batches), iter(batches)
     for _ in range(2):
@@ -254,7 +254,29 @@ def test_compiled_steps_match_eager_and_share_checkpoints() -> None:
 def test_compile_without_a_cpp_compiler_fails_at_construction(monkeypatch) -> None:
     monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(RuntimeError, match=r"needs a C\+\+ compiler"):
-        SACAgent(dataclasses.replace(SMALL, compile=True), state_space(5), action_space(3))
+        SACAgent(dataclasses.replace(SMALL, compile="on"), state_space(5), action_space(3))
+
+
+def test_auto_compiles_long_runs_where_a_compiler_is_found_and_says_why_otherwise(monkeypatch) -> None:
+    """``compile="auto"`` (the default): compiled for a run long enough to earn its compile time back; eager,
+    with the reason in one line, for short runs, unknown lengths (an agent loaded to act) and without a
+    compiler."""
+    from robot_rl.agents.compiled_steps import AUTO_COMPILE_MIN_UPDATES, compile_decision
+
+    cpu, auto = torch.device("cpu"), SACConfig()
+    assert auto.compile == "auto"
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    compiled, line = compile_decision(auto, cpu, AUTO_COMPILE_MIN_UPDATES)
+    assert compiled and "compiled" in line and "20-40 s" in line
+    for short in (AUTO_COMPILE_MIN_UPDATES - 1, None):
+        compiled, line = compile_decision(auto, cpu, short)
+        assert not compiled and "eager" in line and "--agent.compile on" in line
+    assert compile_decision(dataclasses.replace(auto, compile="off"), cpu, 10**9)[0] is False
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    compiled, line = compile_decision(auto, cpu, 10**9)
+    assert not compiled and "no C++ compiler" in line
+    agent = SACAgent(SMALL, state_space(5), action_space(3), planned_updates=10**9)  # falls back, does not fail
+    assert agent._compiled is None and agent.compile_note == line
 
 
 @pytest.mark.parametrize("native", [False, True])
