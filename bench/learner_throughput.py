@@ -30,6 +30,7 @@ from collections.abc import Callable
 import gymnasium as gym
 import numpy as np
 import torch
+from _recipe import run_stamp, write_results
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.sac import SACAgent, cpu_has_native_bfloat16
@@ -167,6 +168,9 @@ def main() -> None:
         print(f"| {name} | {rate:.1f} | {base_text} | {ratio} |")
     if not native_bfloat16:
         print("\n(no bfloat16 rows: this CPU has no AVX512-BF16/AMX and would emulate it)")
+    doc = vars(args) | {"torch": torch.__version__, "retained_heap": bool(retained),
+                        "rows": [{"config": n, "ours": r, "sb3": b, "ratio": q} for n, r, b, q in rows]}
+    print(f"results: {write_results('learner_throughput', f'{run_stamp()}-threads{args.threads}.json', doc)}")
 
 
 if __name__ == "__main__":

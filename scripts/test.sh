@@ -9,4 +9,6 @@ set +u  # colcon's setup scripts read unset variables
 . ros2_ws/install/setup.bash
 set -u
 export MUJOCO_GL=${MUJOCO_GL:-egl}
+# One torch.compile worker: tests run two at a time on small CI machines, beside real-time ROS nodes.
+export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
 python -m pytest -q -n 2 --timeout 900 "$@"

@@ -44,6 +44,8 @@ TINY = [
     "0",
     "--no-evaluate",
     "--train.no-progress",
+    "--train.agent.compile",  # the link's tests time updates and weights; a compile would only stall them
+    "off",
 ]
 
 

@@ -45,6 +45,7 @@ def start_learner(run: Path, demos: Path) -> subprocess.Popen:
         "--train.demos", str(demos), "--train.total-env-steps", str(BUDGET), "--train.learning-starts", "200",
         "--train.torch-threads", "1", "--train.no-progress", "--link.port", "0", "--no-evaluate",
         "--weights-period-s", "1", "--checkpoint-period-s", "30",
+        "--train.agent.compile", "off",  # paced by the 10 Hz robot: compiling gains nothing, its burst competes
     ]  # fmt: skip
     log = open(run.parent / "learner.log", "wb")  # noqa: SIM115 - the child owns it
     return subprocess.Popen(cmd, env={**os.environ, "ROBOT_RL_TOKEN": TOKEN}, stdout=log,
