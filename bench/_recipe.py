@@ -145,11 +145,15 @@ def provenance() -> dict[str, object]:
             "cpu": cpu, "cores": os.cpu_count()}
 
 
+STARTED = provenance()
+"""The provenance of this process, taken when it starts: the code it runs is the code of that moment."""
+
+
 def write_results(benchmark: str, name: str, doc: dict) -> Path:
     """``doc`` with its provenance as ``bench/results/<benchmark>/<name>``; returns the path."""
     path = RESULTS / benchmark / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"provenance": provenance()} | doc, default=str, indent=1) + "\n")
+    path.write_text(json.dumps({"provenance": STARTED} | doc, default=str, indent=1) + "\n")
     return path
 
 
