@@ -101,6 +101,9 @@ class LearnerCore:
         say(self.agent.compile_note)
         action_dim = action_space.shape[0]
         goals = goal_rewards_for(cfg.replay, env, "--replay.hindsight")
+        if goals is not None:
+            say(f"hindsight relabelling: {goals.fraction:.0%} of sampled transitions get a goal their episode "
+                "reached later (a goal-conditioned env; --replay.hindsight off disables it)")
         self.replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed, goals=goals)
         self.demo_replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed + 1,
                                         goals=goals)

@@ -124,8 +124,10 @@ def train_point_goal(run_dir, hindsight: str) -> float:
     return trainer.last_eval.success_rate
 
 
-def test_a_goal_env_learns_with_relabelling_on_a_tiny_budget(tmp_path):
+def test_a_goal_env_learns_with_relabelling_on_a_tiny_budget(tmp_path, capsys):
     """800 env steps (40 episodes): relabelled, the point reaches its goal on held-out seeds; the same run
-    without relabelling has seen almost no reward and has not learned to."""
+    without relabelling has seen almost no reward and has not learned to. The log says which it was."""
     assert train_point_goal(tmp_path / "her", "auto") >= 0.8
+    assert "hindsight relabelling: 80% of sampled transitions" in capsys.readouterr().out
     assert train_point_goal(tmp_path / "plain", "off") <= 0.3
+    assert "hindsight relabelling" not in capsys.readouterr().out
