@@ -136,9 +136,10 @@ def provenance() -> dict[str, object]:
         done = subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() \
-        else platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+             if line.startswith("model name")] if cpuinfo.exists() else []
+    cpu = names[0] if names else platform.processor()
     commit = git("rev-parse", "--short", "HEAD")
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     return {"date": time.strftime("%Y-%m-%d"), "commit": commit + ("+dirty" if dirty else ""),

@@ -17,6 +17,7 @@ A code block is steered by an HTML comment on the line before it:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -109,8 +110,6 @@ def check_launch_lines(block: Block, tmp: Path, env: dict[str, str]) -> None:
         probe = ("import sys, json; from robot_rl_ros.plans import plan; from robot_rl.ros.hardware import "
                  "load_arm_config; a = json.loads(sys.argv[1]); plan(sys.argv[2], **a); "
                  "'hardware' in a and load_arm_config(a['hardware'])")
-        import json
-
         done = subprocess.run([sys.executable, "-c", probe, json.dumps(args), stem], cwd=tmp, env=env,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, f"{block.where}: {line}\n{done.stderr[-3000:]}"

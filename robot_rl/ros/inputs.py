@@ -15,7 +15,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from robot_rl.ros.hardware import ArmConfig
+from robot_rl.ros.hardware import ArmConfig, load_arm_config, resolve_config_path
 
 RATE_WINDOW_S = 2.0
 
@@ -137,8 +137,6 @@ class InputMonitor:
 
 def describe_arm(config: str) -> list[str]:
     """An arm config, validated, as lines: what the bridge reads, what it commands and the limits it enforces."""
-    from robot_rl.ros.hardware import load_arm_config, resolve_config_path
-
     arm = load_arm_config(config)
     limits = arm.safety
     lines = [

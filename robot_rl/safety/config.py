@@ -129,7 +129,8 @@ SAFETY_PRESETS: dict[str, Mapping[str, Any]] = {
                  "max_target_error_rad": 0.15},
 }
 """Named limit sets (every field but the box and ``control_hz``). ``standard`` keeps the simulated tasks'
-action scale; ``cautious`` clips diagonal moves to 2 cm per command and halves speeds, for first sessions."""
+action scale; ``cautious`` clips diagonal moves to 2 cm per command and halves speeds, for the first runs on a
+new set-up."""
 
 PRESET_FIELDS = frozenset(f.name for f in dataclasses.fields(SafetyLimits)) - {
     "workspace_low_m", "workspace_high_m", "control_hz"}

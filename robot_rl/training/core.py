@@ -52,7 +52,7 @@ TRAIN_LOG_EVERY = 250
 def load_run_config(run: Path) -> TrainConfig:
     doc = _nested_env(RunDir(run).read_config(), run)
     agent = doc.get("agent", {})
-    if isinstance(agent.get("compile"), bool):  # a run folder from before compile had "auto"
+    if isinstance(agent.get("compile"), bool):  # run folders that stored compile as a bool
         agent["compile"] = "on" if agent["compile"] else "off"
     return from_jsonable(TrainConfig, doc, where=f"{run}/config.json")
 
@@ -109,6 +109,7 @@ class LearnerCore:
                                         goals=goals)
         self.sampler: Sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
         self.env_steps = self.episodes = self.updates = self.update_calls = 0
+        self._updated_in_process = False
         self.last_eval: EvalResult | None = None
 
     # ------------------------------------------------------------------------------------------------ data
@@ -142,8 +143,9 @@ class LearnerCore:
     def update(self, sample: Callable[[], Batch] | None = None) -> dict[str, float]:
         """One ``agent.update`` (``utd_ratio`` critic steps and an actor step) on mixed batches."""
         cfg = self.train
-        if self.update_calls == 0 and self.agent.compiled:
+        if not self._updated_in_process and self.agent.compiled:
             self.say("compiling the update step (torch.compile, 20-40 s, once per process) ...")
+        self._updated_in_process = True
         metrics = self.agent.update(sample or (lambda: self.sampler.sample(cfg.batch_size, cfg.device)))
         self.update_calls += 1
         self.updates += cfg.agent.utd_ratio
