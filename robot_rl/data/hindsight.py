@@ -9,7 +9,8 @@ for that goal by the env's own ``compute_reward``.
 
 Nothing is stored twice: the replay keeps each episode once and relabels the sampled copies. The future record
 is chosen uniformly among those its episode has in the ring after the sampled step (an open episode: among
-the ones written so far), following the replay's ``next`` links, so episodes of concurrent actors never mix.
+the ones written so far) through an ``EpisodeIndex``: each record's episode and position, and each episode's
+records in order, so a draw costs O(1) whatever the episode length and concurrent actors' episodes never mix.
 Termination is kept as recorded (as Stable-Baselines3's HER does); goal envs of this kind rarely terminate.
 """
 
@@ -28,6 +29,54 @@ if TYPE_CHECKING:
     from robot_rl.data.replay import ReplayConfig
 
 ACHIEVED, DESIRED = "achieved_goal", "desired_goal"
+
+
+class EpisodeIndex:
+    """Which episode each ring record belongs to and where in it, kept as the replay writes.
+
+    An episode's records are listed in write order (step records, then its final-observation record). A record
+    that the ring still holds has all later records of its episode in the ring too (they were written after
+    it), so positions after a live record always name live records of the same episode; an episode's list is
+    dropped once the ring overwrites its newest record.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.episode = np.full(capacity, -1, np.int64)
+        self.position = np.zeros(capacity, np.int64)
+        self.records: dict[int, list[int]] = {}
+        self._new_id = 0
+
+    def write(self, idx: np.ndarray, continues: int | None) -> None:
+        """Records ``idx`` (in write order) were just written: as the continuation of the episode holding
+        record ``continues``, or as a new episode when None. Call before the records' old entries are lost."""
+        for e, p in zip(self.episode[idx].tolist(), self.position[idx].tolist()):  # the overwritten records
+            recs = self.records.get(e)
+            if recs is not None and p == len(recs) - 1:
+                del self.records[e]
+        if continues is None:
+            e, self._new_id = self._new_id, self._new_id + 1
+            self.records[e] = []
+        else:
+            e = int(self.episode[continues])
+        recs = self.records[e]
+        self.episode[idx] = e
+        self.position[idx] = np.arange(len(recs), len(recs) + len(idx))
+        recs.extend(idx.tolist())
+
+    def later_records(self, starts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """For each start step [B], one record drawn uniformly from the later ones of its episode (from its
+        next observation to the final one, or to the newest written for an open episode)."""
+        lists = [self.records[e] for e in self.episode[starts].tolist()]
+        pos = self.position[starts]
+        later = np.fromiter(map(len, lists), np.int64, len(lists)) - pos - 1
+        pick = pos + 1 + (rng.random(len(starts)) * later).astype(np.int64)
+        return np.fromiter((recs[j] for recs, j in zip(lists, pick.tolist())), np.int64, len(lists))
+
+    def rebuild(self, chains: list[list[int]]) -> None:
+        """Index the ring from its episodes' record chains (after loading a checkpoint)."""
+        self.episode[:], self.position[:], self.records, self._new_id = -1, 0, {}, 0
+        for chain in chains:
+            self.write(np.asarray(chain, np.int64), None)
 
 
 @dataclass(frozen=True)

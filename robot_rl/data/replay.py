@@ -52,7 +52,7 @@ import torch
 
 from robot_rl.data.batch import Batch
 from robot_rl.data.episode import Episode
-from robot_rl.data.hindsight import ACHIEVED, DESIRED, GoalRewards
+from robot_rl.data.hindsight import ACHIEVED, DESIRED, EpisodeIndex, GoalRewards
 from robot_rl.data.spaces import check_episode, describe_space
 from robot_rl.envs.contract import INFO_KEYS, check_observation
 from robot_rl.utils.atomic import atomic_write
@@ -134,6 +134,7 @@ class ReplayBuffer:
             raise ValueError(f"ReplayBuffer goals: observations need {ACHIEVED!r} and {DESIRED!r} keys to relabel, "
                              f"got {sorted(observation_space.spaces)}")
         self.goals = goals
+        self._episode_index = EpisodeIndex(self.config.capacity) if goals is not None else None
         self.observation_space = observation_space
         self.space_description = describe_space(observation_space)
         self.action_dim = int(action_dim)
@@ -346,12 +347,15 @@ class ReplayBuffer:
 
         refresh = [idx]
         open_ = self._streams.pop(stream, None) if stream is not None else None
-        if open_ is not None and skip == 0 and self._total - open_.last_serial <= cap:  # its newest step survives
+        continues = open_ is not None and skip == 0 and self._total - open_.last_serial <= cap
+        if continues:  # the stream's newest step survives: link it
             self._next[open_.last] = idx[0]
             refresh.insert(0, np.asarray(open_.tail, np.int64))
             tail = open_.tail
         else:  # a new episode, or one whose earlier records the ring has overwritten
             tail = []
+        if self._episode_index is not None:
+            self._episode_index.write(idx, open_.last if continues else None)
         if stream is not None and is_step[-1]:  # the stream's episode stays open
             n = self.config.n_step
             steps = [int(i) for i in idx]
@@ -425,7 +429,7 @@ class ReplayBuffer:
         if relabel is not None and len(relabel):
             if self.goals is None:
                 raise ValueError("ReplayBuffer.gather: relabel needs a buffer made with goals")
-            goal = self._frames[ACHIEVED][self._future_records(starts[relabel])]
+            goal = self._frames[ACHIEVED][self._episode_index.later_records(starts[relabel], self._rng)]
             obs[DESIRED][relabel] = goal
             next_obs[DESIRED][relabel] = goal
             ret[relabel] = self._relabelled_returns(path[:, relabel], goal)
@@ -440,21 +444,6 @@ class ReplayBuffer:
         )
         return batch if device is None else batch.to(device)
 
-    def _future_records(self, starts: np.ndarray) -> np.ndarray:
-        """For each start step, one record drawn uniformly from the later frames of its episode that the ring
-        holds (from its next observation to the final one; an open episode's written ones): one pass along the
-        ``next`` links with reservoir sampling, so a chain is walked once whatever its length."""
-        chosen = self._next[starts].copy()
-        current, seen = chosen.copy(), np.ones(len(starts), np.int64)
-        alive = self._is_step[current] & (self._next[current] >= 0)
-        while alive.any():
-            current = np.where(alive, self._next[current], current)
-            seen += alive
-            take = alive & (self._rng.random(len(starts)) * seen < 1.0)  # keep the k-th with probability 1/k
-            chosen = np.where(take, current, chosen)
-            alive &= self._is_step[current] & (self._next[current] >= 0)
-        return chosen
-
     def _relabelled_returns(self, path: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """n-step returns of the windows ``path`` [n, B] (step records, -1 past the end) under goals [B, G]."""
         assert self.goals is not None
@@ -467,27 +456,36 @@ class ReplayBuffer:
             ret[live] += self.config.gamma**k * self.goals.rewards(achieved, goal[live])
         return ret
 
-    def episodes(self) -> list[Episode]:
-        """The ring's contents as episodes in write order: each chain of ``next`` links from a step record no
-        record links to (an episode whose start the ring overwrote starts at its oldest surviving step). An
-        open episode ends at its stream's pending observation, as cut (neither terminated nor truncated)."""
+    def _chains(self) -> list[list[int]]:
+        """Each episode's records in the ring, in write order: the chain of ``next`` links from a step record no
+        record links to (an episode whose start the ring overwrote starts at its oldest surviving step) through
+        its final-observation record, if written."""
         cap = self.capacity
         order = np.arange(self._written) if self._written < cap else (self._ptr + np.arange(cap)) % cap
         linked = np.zeros(cap, np.bool_)
         links = self._next[order]
         linked[links[links >= 0]] = True
-        # a chain that stops at an unlinked step ends at that stream's pending frame (streams whose newest
-        # record the ring overwrote hold nothing of theirs any more)
+        chains = []
+        for head in order[self._is_step[order] & ~linked[order]]:
+            chain = [int(head)]
+            while self._is_step[chain[-1]] and self._next[chain[-1]] >= 0:
+                chain.append(int(self._next[chain[-1]]))
+            chains.append(chain)
+        return chains
+
+    def episodes(self) -> list[Episode]:
+        """The ring's contents as episodes in write order (``_chains``). An open episode ends at its stream's
+        pending observation, as cut (neither terminated nor truncated)."""
+        # a chain that stops at a step ends at that stream's pending frame (streams whose newest record the
+        # ring overwrote hold nothing of theirs any more)
+        cap = self.capacity
         pending = {o.last: o.pending for o in self._streams.values() if self._total - o.last_serial <= cap}
         out: list[Episode] = []
-        for head in order[self._is_step[order] & ~linked[order]]:
-            steps = [int(head)]
-            while self._next[steps[-1]] >= 0 and self._is_step[self._next[steps[-1]]]:
-                steps.append(int(self._next[steps[-1]]))
-            end = int(self._next[steps[-1]])
-            idx = np.asarray(steps)
-            final = {k: v[end] for k, v in self._frames.items()} if end >= 0 else pending[steps[-1]]
-            closed, terminated = end >= 0, bool(self._terminated[idx[-1]])
+        for chain in self._chains():
+            closed = not self._is_step[chain[-1]]
+            idx = np.asarray(chain[:-1] if closed else chain)
+            final = {k: v[chain[-1]] for k, v in self._frames.items()} if closed else pending[chain[-1]]
+            terminated = bool(self._terminated[idx[-1]])
             out.append(
                 Episode(
                     observations={k: np.concatenate([v[idx], final[k][None]]) for k, v in self._frames.items()},
@@ -573,6 +571,8 @@ class ReplayBuffer:
             self._rng.bit_generator.state = meta["rng_state"]
         self._valid[:] = False
         self._refresh_valid(np.arange(self.capacity))
+        if self._episode_index is not None:
+            self._episode_index.rebuild(self._chains())
 
 
 class ReplayStream:

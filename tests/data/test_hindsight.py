@@ -77,9 +77,46 @@ def test_future_goal_is_uniform_over_the_rest_of_the_episode():
     replay = buffer(fraction=1.0, n_step=1)
     add_steps(replay, 0, range(0, 10), 10, "")
     start = np.flatnonzero(replay._frames["achieved_goal"][:, 1] == 2)[:1]  # step 2 of the episode
-    picks = replay._frames["achieved_goal"][replay._future_records(np.repeat(start, 16000)), 1]
+    picks = replay._frames["achieved_goal"][replay._episode_index.later_records(np.repeat(start, 16000), replay._rng), 1]
     counts = np.bincount(picks.astype(int), minlength=11)[3:]  # frames 3..10
     assert counts.sum() == 16000 and np.all(np.abs(counts - 2000) < 200)
+
+
+def assert_goals_later_in_own_episode(batch) -> np.ndarray:
+    obs, goal = batch.obs["achieved_goal"].numpy(), batch.obs["desired_goal"].numpy()
+    relabelled = goal[:, 1] != UNSET
+    np.testing.assert_array_equal(goal[:, 0], obs[:, 0])
+    assert np.all(goal[relabelled, 1] > obs[relabelled, 1])
+    return relabelled
+
+
+def test_goals_stay_in_their_episode_as_the_ring_overwrites_and_old_episodes_are_forgotten():
+    config = ReplayConfig(capacity=57, n_step=2, gamma=GAMMA)  # not a multiple of the 11 records per episode
+    replay = ReplayBuffer(SPACE, 1, config, seed=1, goals=GoalRewards(exact_reward, 1.0))
+    for ep in range(40):
+        add_steps(replay, ep, range(0, 10), 10, "a")
+        if ep % 3 == 0:  # a whole episode now and then, between the streamed ones
+            replay.add_episode(replay.episodes()[-1])
+        assert_goals_later_in_own_episode(replay.sample(300))
+    assert len(replay._episode_index.records) <= 57 // 11 + 2  # episodes with a record in the ring
+
+
+def test_a_loaded_buffer_draws_the_same_relabelled_batches(tmp_path):
+    replay = buffer(fraction=0.8)
+    fill(replay)
+    replay.save(tmp_path / "replay.npz")
+    restored = buffer(fraction=0.8, seed=7)
+    restored.load(tmp_path / "replay.npz")
+    for _ in range(3):
+        a, b = replay.sample(256), restored.sample(256)
+        for key in a.obs:
+            np.testing.assert_array_equal(a.obs[key].numpy(), b.obs[key].numpy())
+        np.testing.assert_array_equal(a.reward.numpy(), b.reward.numpy())
+    add_steps(replay, 12, range(6, 10), 10, "b")  # the open episode goes on in both
+    add_steps(restored, 12, range(6, 10), 10, "b")
+    a, b = replay.sample(256), restored.sample(256)
+    np.testing.assert_array_equal(a.obs["desired_goal"].numpy(), b.obs["desired_goal"].numpy())
+    assert assert_goals_later_in_own_episode(b).any()
 
 
 def test_fraction_zero_keeps_every_recorded_goal():
