@@ -89,6 +89,18 @@ class SACConfig:
     gripper_penalty_key: str = "grasp_penalty"
     """``Batch.extras`` key added to the reward in the gripper head's TD target (0 if absent)."""
 
+    # --- residual over a base policy (robot_rl.training.base_policy) ----------------------------------------
+    residual_scale: float | None = None
+    """Residual RL: the executed action is clip(base + residual_scale * r) per SAC dim, r in [-1, 1] from the
+    actor (in units of the action box's half-width), the base's action read from the ``base_action``
+    observation (``--base-policy``). The actor's mean layer starts at zero, so an untrained agent acts as the
+    base does; the critic judges the executed action. None: plain SAC."""
+    residual_observe_base: bool = True
+    """The residual's networks see the base action among their inputs (False: only the composition uses it)."""
+    critic_warmup_updates: int = 0
+    """Critic updates before the first actor update: with a residual, the critic first learns the values of
+    the base policy's behaviour, so the first actor steps follow a critic that knows the base."""
+
     # --- observations ---------------------------------------------------------------------------------------
     normalize_observations: bool = True
     """Normalise non-image observations by running mean / std (updated from sampled batches)."""
@@ -170,5 +182,11 @@ class SACConfig:
         for name in ("spatial_embedding_features", "image_latent_dim", "proprio_latent_dim"):
             if getattr(self, name) < 1:
                 raise bad(name, "must be >= 1")
+        if self.residual_scale is not None and not (math.isfinite(self.residual_scale) and self.residual_scale >= 0):
+            raise bad("residual_scale", "must be a finite number >= 0 or None")
+        if self.residual_scale is not None and self.gripper == "discrete":
+            raise bad("gripper", "must be 'continuous' with residual_scale (the residual corrects every action dim)")
+        if self.critic_warmup_updates < 0:
+            raise bad("critic_warmup_updates", "must be >= 0")
         if self.augmentation_pad < 0:
             raise bad("augmentation_pad", "must be >= 0")

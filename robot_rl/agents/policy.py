@@ -2,9 +2,12 @@
 discrete gripper head), without critics, target networks or optimisers.
 
 ``SACAgent`` owns one as its online acting networks; actor processes (the gRPC actor, the ROS 2 policy actor,
-``robot-rl eval``) build only this, so a robot PC never allocates an ensemble of critics to act. Extensions
-that change how actions are made (a residual correction over a frozen base policy) override
-``sample_action`` / ``deterministic_action`` here: they receive the observation as well as its features.
+``robot-rl eval``) build only this, so a robot PC never allocates an ensemble of critics to act.
+
+With ``SACConfig.residual_scale`` the policy is a bounded residual over a frozen base policy: ``sample_action``
+and ``deterministic_action`` (which receive the observation as well as its features) compose
+clip(base + scale * r) from the ``base_action`` observation and the actor's r in [-1, 1]; the actor's mean
+layer starts at zero, so before training the deterministic policy is exactly the base.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from torch import nn
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.encoders import ObservationEncoder
 from robot_rl.agents.networks import GRIPPER_CLASSES, TanhGaussianActor, gripper_class_to_action, mlp
-from robot_rl.envs.contract import ACTION_DIM
+from robot_rl.envs.contract import ACTION_DIM, BASE_ACTION
 
 
 class ActingPolicy(nn.Module):
@@ -43,15 +46,36 @@ class ActingPolicy(nn.Module):
             )
         self.sac_dim = self.action_dim - 1 if self.discrete_gripper else self.action_dim
         self.obs_keys = sorted(observation_space.spaces)
+        self.residual_scale = c.residual_scale
+        encoded_space, actor_low, actor_high = observation_space, low[: self.sac_dim], high[: self.sac_dim]
+        if self.residual_scale is not None:
+            base = observation_space.spaces.get(BASE_ACTION)
+            if base is None or base.shape != (self.action_dim,):
+                raise ValueError(
+                    f"SACConfig.residual_scale={self.residual_scale} needs a {BASE_ACTION!r} observation of shape "
+                    f"({self.action_dim},) from a base policy (--base-policy), got "
+                    f"{None if base is None else base.shape} among keys {self.obs_keys}")
+            if not c.residual_observe_base:
+                encoded_space = gym.spaces.Dict({k: v for k, v in observation_space.spaces.items() if k != BASE_ACTION})
+            half = (actor_high - actor_low) / 2
+            self.register_buffer("residual_bound", (self.residual_scale * half).float())
+            self.register_buffer("action_low", actor_low.float())
+            self.register_buffer("action_high", actor_high.float())
+            actor_low, actor_high = -torch.ones_like(actor_low), torch.ones_like(actor_high)  # r in [-1, 1]
         with torch.random.fork_rng(devices=[]):  # seeded init without touching the global RNG
             torch.manual_seed(seed)
-            self.encoder = ObservationEncoder(observation_space, c)
+            self.encoder = ObservationEncoder(encoded_space, c)
             if self.encoder.out_dim == 0:
                 raise ValueError("observation_space has no keys to encode")
             self.actor = TanhGaussianActor(
                 self.encoder.out_dim, self.sac_dim, c.hidden_dims, c.actor_layer_norm, c.activation, c.log_std_min,
-                c.log_std_max, low[: self.sac_dim], high[: self.sac_dim], getattr(torch, c.precision),
+                c.log_std_max, actor_low, actor_high, getattr(torch, c.precision),
             )  # fmt: skip
+            if self.residual_scale is not None:  # r's mean starts at 0: the untrained policy is the base
+                head = self.actor.trunk[-1]
+                with torch.no_grad():
+                    head.weight[: self.sac_dim].zero_()
+                    head.bias[: self.sac_dim].zero_()
             self.gripper_q: nn.Module | None = None
             if self.discrete_gripper:
                 self.gripper_q = mlp(self.encoder.out_dim, c.gripper_hidden_dims, GRIPPER_CLASSES,
@@ -67,13 +91,25 @@ class ActingPolicy(nn.Module):
     def sample_action(
         self, features: torch.Tensor, obs: dict[str, torch.Tensor], noise: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Policy sample for the SAC dims with ``noise``: (action [B, sac_dim], log_prob [B]). ``obs`` is for
-        extensions (a residual policy adding a base action); the actor sees ``features`` only."""
-        return self.actor.sample(features, noise)
+        """Policy sample for the SAC dims with ``noise``: (action [B, sac_dim], log_prob [B]); with a residual
+        the action is the composed one and log_prob that of the residual r."""
+        action, log_prob = self.actor.sample(features, noise)
+        return (action if self.residual_scale is None else self.compose(action, obs)), log_prob
 
     def deterministic_action(self, features: torch.Tensor, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """tanh(mean) for the SAC dims: [B, sac_dim]."""
-        return self.actor.deterministic(features)
+        """tanh(mean) for the SAC dims: [B, sac_dim] (composed with the base action under a residual)."""
+        action = self.actor.deterministic(features)
+        return action if self.residual_scale is None else self.compose(action, obs)
+
+    def compose(self, residual: torch.Tensor, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """clip(base + bound * r) into the action box: residual r [B, sac_dim] in [-1, 1] -> action [B, sac_dim].
+        |action - base| <= bound for every r, whatever the actor outputs."""
+        base = self.base_action(obs)
+        return torch.minimum(torch.maximum(base + self.residual_bound * residual, self.action_low), self.action_high)
+
+    def base_action(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The base policy's proposal for the SAC dims: [B, sac_dim]."""
+        return obs[BASE_ACTION][:, : self.sac_dim].float()
 
     # ------------------------------------------------------------------------------------------------ act
     @torch.inference_mode()

@@ -318,7 +318,11 @@ class SACAgent:
         action, log_prob = self.sample_action(features.detach(), batch.obs, noise)
         q = self.critic(torch.cat([features.detach(), action], -1), detach_params=True).mean(0)
         loss = (self.alpha * log_prob - q).mean()
-        return loss, {"actor_loss": loss, "entropy": -log_prob.detach().mean(), "log_prob": log_prob}
+        metrics = {"actor_loss": loss, "entropy": -log_prob.detach().mean(), "log_prob": log_prob}
+        if self.policy.residual_scale is not None:  # how much of its bound the correction uses, in [0, 1]
+            correction = (action.detach() - self.policy.base_action(batch.obs)).abs()
+            metrics["residual_of_bound"] = (correction / self.policy.residual_bound.clamp_min(1e-12)).mean()
+        return loss, metrics
 
     def temperature_loss(self, log_prob: torch.Tensor) -> torch.Tensor:
         """-alpha * mean(log pi + target_entropy): raises alpha while entropy is below the target."""
@@ -395,7 +399,8 @@ class SACAgent:
         return metrics
 
     def update(self, sample_fn: Callable[[], Batch]) -> dict[str, float]:
-        """``utd_ratio`` critic updates (fresh batch each), then one actor + temperature step on the last."""
+        """``utd_ratio`` critic updates (fresh batch each), then one actor + temperature step on the last (once
+        ``critic_warmup_updates`` critic updates are done)."""
         self._set_training(True)
         metrics: Metrics = {}
         batch = None
@@ -405,7 +410,8 @@ class SACAgent:
                 self.encoder.update_normalizer(batch.obs)
             metrics = self.update_critic(batch)
         assert batch is not None
-        metrics.update(self.update_actor(batch))
+        if self.num_critic_updates > self.config.critic_warmup_updates:
+            metrics.update(self.update_actor(batch))
         values = torch.stack([v.detach().float() for v in metrics.values()]).tolist()
         return dict(zip(metrics.keys(), values))
 

@@ -96,6 +96,9 @@ GRIPPER_CLOSE_THRESHOLD = -0.5
 GRIPPER_OPEN_THRESHOLD = 0.5
 
 IMAGE_PREFIX = "images/"
+BASE_ACTION = "base_action"
+"""Observation key of a base policy's proposed action (float32, the env's action layout and units), added
+where the env runs when a run has a base policy (``robot_rl.training.base_policy``)."""
 INFO_KEYS = ("intervention", "safety_clipped", "is_success")
 
 

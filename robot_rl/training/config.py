@@ -14,15 +14,20 @@ from robot_rl.teleop.base import TeleopName
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.env_factory import EnvConfig
 
-PresetName = Literal["quickstart", "rlpd"]
+PresetName = Literal["quickstart", "rlpd", "residual"]
 PRESETS: dict[str, SACConfig] = {
     "quickstart": SACConfig(num_critics=2, hidden_dims=(128, 128), utd_ratio=8),
     "rlpd": SACConfig(),
+    "residual": SACConfig(num_critics=2, hidden_dims=(128, 128), utd_ratio=8, residual_scale=0.2,
+                          critic_warmup_updates=2_000),
 }
 """The learner recipes a run is started from by name (``--preset``). ``quickstart``, the default, learns in
 minutes on a laptop CPU (reach: ~95% deterministic success after 5k env steps, docs/benchmarks.md): 2 critics
 of 128x128 at UTD 8. ``rlpd`` is the full RLPD/SERL recipe, ``SACConfig``'s own defaults: an ensemble of 10
-critics of 256x256 at UTD 4 (a GPU machine is advised; it is also what runs with interventions want)."""
+critics of 256x256 at UTD 4 (a GPU machine is advised; it is also what runs with interventions want).
+``residual`` is ``quickstart`` as a bounded residual over a frozen base policy (``--base-policy``): corrections
+of at most 0.2 of the action's half-range, and 2,000 critic updates on the base's behaviour before the actor
+moves (docs/architecture.md)."""
 
 
 @dataclass(frozen=True)

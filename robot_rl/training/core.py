@@ -30,6 +30,7 @@ from robot_rl.data.hindsight import goal_rewards_for
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler, Sampler
 from robot_rl.data.transition import EXTRAS, episode_extras
+from robot_rl.training.base_policy import base_of, with_base_actions
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import EnvConfig, success_criterion
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
@@ -95,6 +96,11 @@ class LearnerCore:
         self.run_dir = run_dir
         self.say = say
         space, action_space = env.observation_space, env.action_space
+        if (cfg.env.base_policy is None) != (cfg.agent.residual_scale is None):
+            raise ValueError(
+                f"a residual learner and a base policy go together: got --base-policy {cfg.env.base_policy!r} "
+                f"with --agent.residual-scale {cfg.agent.residual_scale!r} (use --preset residual --base-policy BASE)")
+        self.base = base_of(env)
         planned = max(0, cfg.total_env_steps - cfg.learning_starts) * cfg.agent.utd_ratio
         self.agent = SACAgent(cfg.agent, space, action_space, device=cfg.device, seed=cfg.seed,
                               batch_transform=batch_transform, planned_updates=planned)
@@ -136,7 +142,8 @@ class LearnerCore:
         return episodes, f"{demo_summary(stats, cfg.scripted_demos, cfg.demo_noise)} -> {recorded}"
 
     def add_demos(self, episodes: Sequence[Episode]) -> None:
-        for episode in episodes:
+        for i, episode in enumerate(episodes):
+            episode = with_base_actions(episode, self.base, f"demo {i}")
             self.demo_replay.add_episode(episode_extras(prepare_demo(episode, self.train)))
 
     # ---------------------------------------------------------------------------------------------- update

@@ -16,6 +16,7 @@ import numpy as np
 from robot_rl.envs.success import Criterion, SuccessSignal, default_criterion
 from robot_rl.envs.wrappers import DictObservation
 from robot_rl.rewards.state_check import check_classifier_reward
+from robot_rl.training.base_policy import BaseActionObservation, load_base_policy
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,14 @@ class EnvConfig:
     success_criterion: Literal["auto", "any", "final"] = "auto"
     """An episode succeeds if success held at ``any`` step or at the ``final`` one; ``auto``: final for
     goal-conditioned envs (Fetch, mazes: how their users report it), any for the rest."""
+    base_policy: str | None = None
+    """A frozen base policy whose action every observation carries as ``base_action``, for a residual learner
+    (``--preset residual``): ``expert``, a TorchScript ``FILE.pt``, a run folder or ``module:attr``
+    (``robot_rl.training.base_policy``)."""
+    base_noise: float = 0.0
+    """Action noise std of an ``expert`` base (a deliberately weaker base)."""
+    base_policy_sha256: str | None = None
+    """SHA-256 of the base's file, recorded when a run starts: a run whose base file changed is refused."""
     reward_classifier: Path | None = None
     """Sparse reward from this trained success classifier (``robot-rl train-classifier``) instead of the task's;
     with actors it is computed on the actor (the handshake compares the file's digest on both ends)."""
@@ -67,6 +76,10 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.env_kwargs must be a JSON object, got {self.env_kwargs!r} ({e})") from e
         if not isinstance(kwargs, dict):
             raise ValueError(f"EnvConfig.env_kwargs must be a JSON object, got {self.env_kwargs!r}")
+        if not (np.isfinite(self.base_noise) and self.base_noise >= 0):
+            raise ValueError(f"EnvConfig.base_noise must be a finite number >= 0, got {self.base_noise}")
+        if self.base_noise > 0 and self.base_policy is None:
+            raise ValueError(f"EnvConfig.base_noise={self.base_noise} is set without a base policy (--base-policy)")
         check_classifier_reward("EnvConfig", self.reward_classifier, self.classifier_threshold,
                                 self.classifier_state_checks)
 
@@ -169,7 +182,7 @@ def make_env_from_config(config: EnvConfig, render_mode: str | None = None, trai
     not; only the classifier ends episodes. Else a success the classifier has not yet seen would end the episode
     unrewarded (the classifier fires a frame or two after the true success when its threshold favours precision).
     """
-    return make_training_env(
+    env = make_training_env(
         config.task,
         config.obs,
         config.image_size,
@@ -181,6 +194,9 @@ def make_env_from_config(config: EnvConfig, render_mode: str | None = None, trai
         env_kwargs=config.env_kwargs,
         success_key=config.success_key,
     )
+    if config.base_policy is None:
+        return env
+    return BaseActionObservation(env, load_base_policy(config, env), config.base_policy)
 
 
 def success_criterion(config: EnvConfig, env: gym.Env) -> Criterion:

@@ -4,6 +4,7 @@ deploy it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from robot_rl.agents.policy import ActingPolicy
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.transition import step_env
 from robot_rl.envs.success import EpisodeSuccess
+from robot_rl.training.base_policy import pin_base_policy
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.core import (
     CHECKPOINT,
@@ -44,7 +46,10 @@ class Trainer(LearnerCore):
     ``total_env_steps``."""
 
     def __init__(self, config: TrainConfig) -> None:
-        cfg = config if config.resume is None else resumed_config(config, Path(config.resume))
+        if config.resume is None:
+            cfg = dataclasses.replace(config, env=pin_base_policy(config.env))
+        else:
+            cfg = resumed_config(config, Path(config.resume))
         check_rlif_has_device(cfg)
         start_process(cfg)
         self.env = wrap_training_env(make_env_from_config(cfg.env, training=True), cfg)  # teleop / reward classifier

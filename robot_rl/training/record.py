@@ -77,7 +77,8 @@ def record_scripted_demos(
     from robot_rl.sim import make_expert
 
     sim_env = env.unwrapped
-    writer = DemoWriter(out, DemoMeta(task=task, contract=sim_env.contract)) if out is not None else None
+    meta = DemoMeta(task=task, contract=sim_env.contract, observation_space=env.observation_space)  # a base's
+    writer = DemoWriter(out, meta) if out is not None else None  # action, when the env has one, is kept too
 
     def one_episode(i: int) -> Episode:
         episode_seed = DEMO_SEED_BASE + seed * 10_000 + i
