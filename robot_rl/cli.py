@@ -100,6 +100,16 @@ def _train(config) -> int:
     return 0
 
 
+def _train_bc(config) -> int:
+    from robot_rl.training.bc import train_bc
+
+    run, result = train_bc(config)
+    if result is not None:
+        print(f"train-bc: eval on held-out seeds: {result.summary()}")
+    print(f"run folder: {run.path} (use it as --base-policy {run.path})")
+    return 0
+
+
 def _setup_logging() -> None:
     import logging
 
@@ -209,6 +219,7 @@ def parse(argv: list[str]) -> object:
     """The config of one ``robot-rl`` command line (no ``robot-rl`` itself); bare = the main job."""
     from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
+    from robot_rl.training.bc import BCConfig
     from robot_rl.training.config import TrainConfig
 
     argv = argv or ["train"]
@@ -225,6 +236,8 @@ def parse(argv: list[str]) -> object:
         | Annotated[RecordSuccessFailArgs, tyro.conf.subcommand("record-success-fail")]
         | Annotated[TrainClassifierArgs, tyro.conf.subcommand("train-classifier")]
         | Annotated[CheckHardwareArgs, tyro.conf.subcommand("check-hardware")]
+        | Annotated[BCConfig, tyro.conf.subcommand(
+            "train-bc", description="Behaviour cloning with action chunking from demos (a base policy).")]
     )
     return tyro.cli(command, args=argv, prog="robot-rl")
 
@@ -245,6 +258,7 @@ def chosen_preset(argv: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
+    from robot_rl.training.bc import BCConfig
     from robot_rl.training.config import TrainConfig
 
     try:
@@ -259,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_actor_command(chosen)
         if isinstance(chosen, CheckHardwareArgs):
             return _check_hardware(chosen)
+        if isinstance(chosen, BCConfig):
+            return _train_bc(chosen)
         if isinstance(chosen, (RecordSuccessFailArgs, TrainClassifierArgs)):
             from robot_rl.commands.classifier import record_success_fail_command, train_classifier_command
 

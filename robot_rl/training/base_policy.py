@@ -103,8 +103,12 @@ class TorchScriptBase:
             self.module.reset()
 
 
-def _run_folder(path: Path) -> CallableBase:
+def _run_folder(path: Path) -> BasePolicy:
+    from robot_rl.training.bc import is_bc_run, load_bc_policy
     from robot_rl.training.loop import load_policy
+
+    if is_bc_run(path):
+        return load_bc_policy(path)
 
     policy, cfg = load_policy(path)
     if cfg.env.base_policy is not None:
@@ -138,6 +142,14 @@ def _file_or_folder(spec: str) -> Path | None:
     return None
 
 
+def run_checkpoint(run: Path) -> Path:
+    """The checkpoint a run folder's policy loads from: a BC run's, else ``robot-rl train``'s latest."""
+    from robot_rl.training.bc import BC_CHECKPOINT
+
+    bc = run / "checkpoints" / BC_CHECKPOINT
+    return bc if bc.exists() else run / "checkpoints" / "latest.pt"
+
+
 def base_policy_digest(spec: str) -> str | None:
     """SHA-256 of the file a base is loaded from (a run folder: its config and latest checkpoint), None for a
     base that is code (the expert, ``module:attr``)."""
@@ -146,7 +158,7 @@ def base_policy_digest(spec: str) -> str | None:
         return None
     if not path.exists():
         raise FileNotFoundError(f"base policy {spec!r}: no such file or run folder")
-    files = [path] if path.is_file() else [path / "config.json", path / "checkpoints" / "latest.pt"]
+    files = [path] if path.is_file() else [path / "config.json", run_checkpoint(path)]
     digest = hashlib.sha256()
     for file in files:
         if not file.exists():

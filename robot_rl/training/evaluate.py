@@ -75,14 +75,17 @@ def evaluate(
     frames: list[np.ndarray] | None = None,
     record_episodes: int = 1,
     criterion: Criterion = "any",
+    reset: Callable[[], None] | None = None,
 ) -> EvalResult:
     """Run ``episodes`` episodes with seeds ``seed_base + i``; an episode succeeds by ``criterion`` (at any step
     or at the final one). Append rendered frames of the first ``record_episodes`` to ``frames`` when given (env
-    must have ``render_mode="rgb_array"``)."""
+    must have ``render_mode="rgb_array"``). ``reset`` is called at every episode start (a policy with memory)."""
     successes: int | None = None
     returns, lengths = [], []
     for i in range(episodes):
         obs, info = env.reset(seed=seed_base + i)
+        if reset is not None:
+            reset()
         done, total, length = False, 0.0, 0
         success = EpisodeSuccess(criterion)
         while not done:

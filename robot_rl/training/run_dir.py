@@ -165,9 +165,9 @@ class RunDir:
             self._tb = None
 
 
-def read_checkpoint(path: Path, device: str = "cpu") -> dict[str, Any]:
-    """A checkpoint written by ``robot-rl train`` or ``robot-rl learner``; ``ValueError`` naming the file when it
-    is empty, truncated or not one of ours."""
+def read_checkpoint(path: Path, device: str = "cpu", entry: str = "agent") -> dict[str, Any]:
+    """A checkpoint written by ``robot-rl train`` or ``robot-rl learner`` (``robot-rl train-bc``: ``entry``
+    ``network``); ``ValueError`` naming the file when it is empty, truncated or not one of ours."""
     import pickle
     import zipfile
 
@@ -180,6 +180,6 @@ def read_checkpoint(path: Path, device: str = "cpu") -> dict[str, Any]:
         size, why = path.stat().st_size, str(err).split(". ")[0]
         raise ValueError(f"{path}: not a readable checkpoint ({size} bytes; {type(err).__name__}: {why}); "
                          "an interrupted copy? copy it again or use another checkpoint") from err
-    if not isinstance(state, dict) or "agent" not in state:
-        raise ValueError(f"{path}: not a robot_rl checkpoint (no 'agent' entry)")
+    if not isinstance(state, dict) or entry not in state:
+        raise ValueError(f"{path}: not a robot_rl checkpoint (no {entry!r} entry)")
     return state

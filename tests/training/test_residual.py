@@ -158,3 +158,23 @@ def test_a_base_and_a_residual_come_together(tmp_path: Path) -> None:
         make_env_from_config(env_config(str(torchscript_base(tmp_path / "b.pt")), base_noise=0.3))
     with pytest.raises(ValueError, match="gripper"):
         SACConfig(residual_scale=0.1, gripper="discrete")
+
+
+def test_record_clone_and_correct_from_the_command_line_with_an_actor_process(tmp_path: Path) -> None:
+    """The user's path: demos -> ``train-bc`` -> a residual over that BC run, trained by a learner with one
+    actor process (the base runs in the actor, its action crosses the link as an observation)."""
+    from robot_rl.cli import main
+
+    demos, bc, run = tmp_path / "demos", tmp_path / "bc", tmp_path / "run"
+    assert main(["record-demos", "--task", "reach", "--episodes", "2", "--out", str(demos)]) == 0
+    assert main(["train-bc", "--demos", str(demos), "--task", "reach", "--steps", "50", "--eval-episodes", "1",
+                 "--hidden-dims", "32", "32", "--torch-threads", "1", "--run-dir", str(bc)]) == 0
+    assert main(["train", "--actors", "1", "--task", "reach", "--preset", "residual", "--base-policy", str(bc),
+                 "--demos", str(demos), "--total-env-steps", "120", "--eval-every", "120", "--run-dir", str(run),
+                 "--agent.hidden-dims", "32", "32", "--agent.utd-ratio", "1", "--agent.critic-warmup-updates", "0",
+                 "--batch-size", "32", "--learning-starts", "50", "--eval-episodes", "1", "--torch-threads", "1",
+                 "--no-progress"]) == 0
+    cfg = load_run_config(run)
+    assert cfg.env.base_policy == str(bc) and cfg.env.base_policy_sha256 == base_policy_digest(str(bc))
+    policy, _ = load_policy(run)
+    assert policy.residual_scale == PRESETS["residual"].residual_scale

@@ -1,0 +1,103 @@
+"""Residual RL over a deliberately weak base: a BC policy cloned from a few demos, then a bounded residual
+learned over it, against RLPD from scratch with the same demos and against the frozen base itself.
+
+    python bench/residual.py --task pick_cube --base-demos 3 --budget 8000 --eval-every 1000 --seeds 0 1 2
+    python bench/residual.py --methods residual --residual-scale 0.4 ...        # one variant at a time
+
+Per seed: ``--base-demos`` scripted demos (noise 0.1, the seed's own), ``robot-rl train-bc`` on them (chunks
+of 4, temporal ensembling), the base's deterministic success on the held-out evaluation seeds, then each
+method with those same demos in its demo buffer and the same budget, recipe and evaluation (every
+``--eval-every`` env steps on the same held-out seeds). ``residual`` is ``--preset residual --base-policy
+BC_RUN``; ``rlpd`` the CPU quick-start preset ``robot-rl train`` uses. Results go to
+``bench/results/residual/`` with date, commit and CPU; the table reports steps to 80% and 90%, the final
+success and its lower 95% bound against the base's success + 30 points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from _recipe import add_recipe_args, recipe_config, results_name, run_stamp, steps_to, write_results
+
+from robot_rl.training.bc import BCConfig, train_bc
+from robot_rl.training.config import PRESETS
+from robot_rl.training.env_factory import EnvConfig, make_env_from_config
+from robot_rl.training.evaluate import wilson_interval
+from robot_rl.training.loop import Trainer
+from robot_rl.training.record import record_scripted_demos
+from robot_rl.training.run_dir import RunDir
+
+
+def weak_base(args: argparse.Namespace, seed: int, out: Path) -> tuple[Path, Path, float]:
+    """(demo folder, BC run folder, the base's success on the held-out seeds) for ``seed``."""
+    demos, bc = out / "demos", out / "bc"
+    env = make_env_from_config(EnvConfig(task=args.task))
+    record_scripted_demos(env, args.task, args.base_demos, demos, noise_std=0.1, seed=seed)
+    config = BCConfig(demos=demos, env=EnvConfig(task=args.task), chunk=args.chunk, steps=args.bc_steps,
+                      eval_episodes=args.eval_episodes, seed=seed, run_dir=bc, torch_threads=args.threads)
+    _, result = train_bc(config, say=lambda _: None)
+    assert result is not None and result.success_rate is not None
+    return demos, bc, result.success_rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_recipe_args(parser, budget=8_000, eval_every=1_000)
+    parser.add_argument("--methods", nargs="+", default=["residual", "rlpd"], choices=["residual", "rlpd"])
+    parser.add_argument("--base-demos", type=int, default=3, help="demos the BC base is cloned from")
+    parser.add_argument("--chunk", type=int, default=4, help="BC action chunk")
+    parser.add_argument("--bc-steps", type=int, default=2_000, help="BC gradient steps")
+    residual = PRESETS["residual"]
+    parser.add_argument("--residual-scale", type=float, default=residual.residual_scale)
+    parser.add_argument("--warmup", type=int, default=residual.critic_warmup_updates, help="critic warm-up updates")
+    parser.add_argument("--target-entropy", type=float, default=None, help="residual's target entropy")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench_residual"))
+    args = parser.parse_args()
+
+    stamp = run_stamp()
+    results: dict[str, list[dict]] = {}
+    bases = {}
+    for seed in args.seeds:
+        folder = args.out / f"{stamp}-{args.task}-s{seed}"
+        demos, bc, base_success = weak_base(args, seed, folder)
+        bases[seed] = base_success
+        print(f"seed {seed}: base (BC on {args.base_demos} demos) {base_success:.0%}", flush=True)
+        for method in args.methods:
+            cfg = recipe_config(args, seed, demos=demos, run_dir=folder / method)
+            if method == "residual":
+                cfg = dataclasses.replace(
+                    cfg, preset="residual", env=dataclasses.replace(cfg.env, base_policy=str(bc)),
+                    agent=dataclasses.replace(cfg.agent, residual_scale=args.residual_scale,
+                                              critic_warmup_updates=args.warmup,
+                                              target_entropy=args.target_entropy))
+            start = time.time()
+            Trainer(cfg).run()
+            steps, success = RunDir(cfg.run_dir).read_metrics("eval", "success_rate")
+            curve = list(zip(steps.tolist(), success.tolist()))
+            final = curve[-1][1]
+            low = wilson_interval(round(final * args.eval_episodes), args.eval_episodes)[0]
+            row = {"seed": seed, "curve": curve, "base_success": base_success, "steps_to_80": steps_to(curve, 0.8),
+                   "steps_to_90": steps_to(curve, 0.9), "final_success": final, "final_ci_low": low,
+                   "wall_s": round(time.time() - start)}
+            results.setdefault(method, []).append(row)
+            print(method, json.dumps(row), flush=True)
+
+    saved = write_results("residual", results_name(stamp, args, "state", *args.methods),
+                          vars(args) | {"results": results, "base_success": bases})
+    print(f"results: {saved}")
+    never = f">{args.budget}"
+    print("\n| method | seed | base | steps to 80% | steps to 90% | final (95% CI low) | wall time |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for method, rows in results.items():
+        for r in rows:
+            print(f"| {method} | {r['seed']} | {r['base_success']:.0%} | {r['steps_to_80'] or never} | "
+                  f"{r['steps_to_90'] or never} | {r['final_success']:.0%} ({r['final_ci_low']:.0%}) | "
+                  f"{r['wall_s']} s |")
+
+
+if __name__ == "__main__":
+    main()

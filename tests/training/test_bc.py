@@ -1,0 +1,100 @@
+"""Behaviour cloning with action chunks: the execution maths on hand-checked cases, chunk targets masked at
+episode ends, and a BC run that learns from a few demos and loads, unchanged, as a base policy."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_rl.data.episode import Episode
+from robot_rl.envs.contract import BASE_ACTION
+from robot_rl.training.base_policy import base_of
+from robot_rl.training.bc import BCConfig, ChunkedPolicy, chunk_targets, load_bc_policy, temporal_ensemble, train_bc
+from robot_rl.training.env_factory import EnvConfig, make_env_from_config
+from robot_rl.training.record import record_scripted_demos
+
+
+def scripted_chunks(policy: ChunkedPolicy) -> list[int]:
+    """Replace the network by one whose t-th prediction is [[10^t], [2 * 10^t], [3 * 10^t]] (k = 3, A = 1)."""
+    calls: list[int] = []
+
+    def predict(obs):
+        t = len(calls)
+        calls.append(t)
+        return np.array([[1.0], [2.0], [3.0]]) * 10**t
+
+    policy.predict = predict  # type: ignore[method-assign]
+    return calls
+
+
+class Stub:
+    chunk = 3
+
+    class space:  # noqa: N801 - what ChunkedPolicy reads of a network
+        spaces: dict = {}
+
+    def eval(self):
+        return self
+
+    def requires_grad_(self, flag):
+        return self
+
+
+def test_temporal_ensemble_weights_the_oldest_prediction_of_a_step_most():
+    chunks = [np.array([[1.0], [2.0], [3.0]]), np.array([[10.0], [20.0], [30.0]]),
+              np.array([[100.0], [200.0], [300.0]])]
+    # the step after the third prediction reads row 2 of the first, row 1 of the second, row 0 of the third
+    assert temporal_ensemble(chunks, 0.0)[0] == pytest.approx((3 + 20 + 100) / 3)
+    assert temporal_ensemble(chunks, math.log(2))[0] == pytest.approx((3 + 10 + 25) / 1.75)
+    assert temporal_ensemble(chunks[:1], 5.0)[0] == pytest.approx(1.0)
+
+
+def test_open_loop_executes_each_chunk_whole_and_reset_drops_the_rest():
+    policy = ChunkedPolicy(Stub(), "open_loop", 0.0)  # type: ignore[arg-type]
+    calls = scripted_chunks(policy)
+    assert [policy({})[0] for _ in range(5)] == [1, 2, 3, 10, 20]
+    assert calls == [0, 1]
+    policy.reset()  # a new episode: the half-used chunk is dropped
+    assert policy({})[0] == 100 and calls == [0, 1, 2]
+
+
+def test_ensemble_execution_predicts_every_step_and_keeps_the_last_k_chunks():
+    policy = ChunkedPolicy(Stub(), "ensemble", math.log(2))  # type: ignore[arg-type]
+    scripted_chunks(policy)
+    got = [policy({})[0] for _ in range(4)]
+    assert got[0] == pytest.approx(1.0)
+    assert got[1] == pytest.approx((2 + 0.5 * 10) / 1.5)
+    assert got[2] == pytest.approx((3 + 0.5 * 20 + 0.25 * 100) / 1.75)
+    assert got[3] == pytest.approx((30 + 0.5 * 200 + 0.25 * 1000) / 1.75)  # the first chunk has run out
+
+
+def test_chunk_targets_mask_steps_past_the_episode_end():
+    obs = {"state": np.arange(4, dtype=np.float32)[:, None], BASE_ACTION: np.zeros((4, 1), np.float32)}
+    ep = Episode(observations=obs, actions=np.array([[1.0], [2.0], [3.0]], np.float32),
+                 rewards=np.zeros(3, np.float32), terminated=True, truncated=False, infos={})
+    x, target, mask = chunk_targets([ep], 2)
+    assert set(x) == {"state"} and x["state"][:, 0].tolist() == [0, 1, 2]  # the final frame has no action
+    assert target[:, :, 0].tolist() == [[1, 2], [2, 3], [3, 3]]
+    assert mask.tolist() == [[True, True], [True, True], [True, False]]
+
+
+def test_bc_learns_reach_from_a_few_demos_and_its_run_is_a_base_policy(tmp_path: Path):
+    env = make_env_from_config(EnvConfig(task="reach"))
+    record_scripted_demos(env, "reach", 15, tmp_path / "demos", noise_std=0.1, seed=0)
+    config = BCConfig(demos=tmp_path / "demos", env=EnvConfig(task="reach"), chunk=2, steps=1000,
+                      hidden_dims=(64, 64), eval_episodes=10, torch_threads=1, run_dir=tmp_path / "bc")
+    untrained = train_bc(dataclasses.replace(config, steps=1, run_dir=tmp_path / "untrained"), say=lambda _: None)[1]
+    run, result = train_bc(config, say=lambda _: None)
+    assert untrained is not None and untrained.success_rate == 0.0
+    assert result is not None and result.success_rate is not None and result.success_rate >= 0.4  # 60% measured
+    policy = load_bc_policy(run.path)
+    based = make_env_from_config(EnvConfig(task="reach", base_policy=str(run.path)))
+    wrapper = base_of(based)
+    assert wrapper is not None
+    obs, _ = based.reset(seed=3)
+    plain = {k: v for k, v in obs.items() if k != BASE_ACTION}
+    np.testing.assert_array_equal(obs[BASE_ACTION], np.clip(policy(plain), -1, 1))  # same execution state
