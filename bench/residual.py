@@ -8,7 +8,8 @@ Per seed: ``--base-demos`` scripted demos (noise 0.1, the seed's own), ``robot-r
 of 4, temporal ensembling), the base's deterministic success on the held-out evaluation seeds, then each
 method with those same demos in its demo buffer and the same budget, recipe and evaluation (every
 ``--eval-every`` env steps on the same held-out seeds). ``residual`` is ``--preset residual --base-policy
-BC_RUN``; ``rlpd`` the CPU quick-start preset ``robot-rl train`` uses. Results go to
+BC_RUN``; ``rlpd`` the CPU quick-start preset ``robot-rl train`` uses; ``jsrl`` that preset with the BC
+policy as a jump-start guide (``--guide.policy BC_RUN``). Results go to
 ``bench/results/residual/`` with date, commit and CPU; the table reports steps to 80% and 90%, the final
 success and its lower 95% bound against the base's success + 30 points.
 """
@@ -27,6 +28,7 @@ from robot_rl.training.bc import BCConfig, train_bc
 from robot_rl.training.config import PRESETS
 from robot_rl.training.env_factory import EnvConfig, make_env_from_config
 from robot_rl.training.evaluate import wilson_interval
+from robot_rl.training.guide import GuideConfig
 from robot_rl.training.loop import Trainer
 from robot_rl.training.record import record_scripted_demos
 from robot_rl.training.run_dir import RunDir
@@ -47,7 +49,8 @@ def weak_base(args: argparse.Namespace, seed: int, out: Path) -> tuple[Path, Pat
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_recipe_args(parser, budget=8_000, eval_every=1_000)
-    parser.add_argument("--methods", nargs="+", default=["residual", "rlpd"], choices=["residual", "rlpd"])
+    parser.add_argument("--methods", nargs="+", default=["residual", "rlpd", "jsrl"],
+                        choices=["residual", "rlpd", "jsrl"])
     parser.add_argument("--base-demos", type=int, default=3, help="demos the BC base is cloned from")
     parser.add_argument("--chunk", type=int, default=4, help="BC action chunk")
     parser.add_argument("--bc-steps", type=int, default=2_000, help="BC gradient steps")
@@ -55,6 +58,7 @@ def main() -> None:
     parser.add_argument("--residual-scale", type=float, default=residual.residual_scale)
     parser.add_argument("--warmup", type=int, default=residual.critic_warmup_updates, help="critic warm-up updates")
     parser.add_argument("--target-entropy", type=float, default=None, help="residual's target entropy")
+    parser.add_argument("--guide-schedule", default="curriculum", choices=["curriculum", "random"])
     parser.add_argument("--out", type=Path, default=Path("runs/bench_residual"))
     args = parser.parse_args()
 
@@ -74,6 +78,8 @@ def main() -> None:
                     agent=dataclasses.replace(cfg.agent, residual_scale=args.residual_scale,
                                               critic_warmup_updates=args.warmup,
                                               target_entropy=args.target_entropy))
+            if method == "jsrl":
+                cfg = dataclasses.replace(cfg, guide=GuideConfig(policy=str(bc), schedule=args.guide_schedule))
             start = time.time()
             Trainer(cfg).run()
             steps, success = RunDir(cfg.run_dir).read_metrics("eval", "success_rate")

@@ -33,7 +33,7 @@ from robot_rl.distributed.prior import load_prior_episodes
 from robot_rl.distributed.replay_log import ReplayLog
 from robot_rl.distributed.server import LinkServer
 from robot_rl.distributed.spec import run_spec
-from robot_rl.training.base_policy import pin_base_policy
+from robot_rl.training.base_policy import pin_policies
 from robot_rl.training.core import CHECKPOINT, DISTRIBUTED_FILE, LearnerCore, resumed_config, start_process
 from robot_rl.training.env_factory import make_env_from_config
 from robot_rl.training.evaluate import EvalResult
@@ -67,7 +67,7 @@ class Learner(LearnerCore):
         self.resuming = (path / DISTRIBUTED_FILE).exists()
         if t.resume is not None and not self.resuming:
             raise FileNotFoundError(f"--resume {path}: not a distributed run folder (no {DISTRIBUTED_FILE})")
-        t = resumed_config(t, path) if self.resuming else dataclasses.replace(t, run_dir=path, env=pin_base_policy(t.env))
+        t = resumed_config(t, path) if self.resuming else dataclasses.replace(pin_policies(t), run_dir=path)
         self.config = cfg = dataclasses.replace(config, train=t)
         self._token = token or cfg.link.token()
         start_process(t)

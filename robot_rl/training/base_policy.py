@@ -36,6 +36,7 @@ from robot_rl.data.episode import Episode
 from robot_rl.envs.contract import BASE_ACTION
 
 if TYPE_CHECKING:
+    from robot_rl.training.config import TrainConfig
     from robot_rl.training.env_factory import EnvConfig
 
 EXPERT = "expert"
@@ -167,23 +168,22 @@ def base_policy_digest(spec: str) -> str | None:
     return digest.hexdigest()
 
 
-def load_base_policy(config: EnvConfig, env: gym.Env, seed: int = 0) -> BasePolicy:
-    """The base ``config.base_policy`` names, for ``env``; a pinned digest that no longer matches is refused."""
-    spec = config.base_policy
-    assert spec is not None
-    if spec != EXPERT and config.base_noise > 0:
-        raise ValueError(f"EnvConfig.base_noise={config.base_noise} degrades the scripted expert only; "
-                         f"the base is {spec!r}")
+def load_base_policy(spec: str, env: gym.Env, noise: float = 0.0, sha256: str | None = None,
+                     seed: int = 0) -> BasePolicy:
+    """The base ``spec`` names, for ``env``; ``noise`` degrades the expert; a pinned ``sha256`` that the file no
+    longer matches is refused."""
+    if spec != EXPERT and noise > 0:
+        raise ValueError(f"base noise {noise} degrades the scripted expert only; the base is {spec!r}")
     if spec == EXPERT:
-        if not config.robot_rl_task:
-            raise ValueError(f"base policy 'expert': {config.name!r} has no scripted expert (robot_rl tasks only)")
-        return ExpertBase(env, config.base_noise, seed)
-    if config.base_policy_sha256 is not None:
+        if not hasattr(env.unwrapped, "scene"):
+            raise ValueError(f"base policy 'expert': {env.unwrapped.__class__.__name__} has no scripted expert "
+                             "(robot_rl's simulated tasks only)")
+        return ExpertBase(env, noise, seed)
+    if sha256 is not None:
         now = base_policy_digest(spec)
-        if now != config.base_policy_sha256:
-            raise ValueError(f"base policy {spec!r} has changed since the run started (sha256 "
-                             f"{config.base_policy_sha256[:12]}..., now {str(now)[:12]}...): restore that file, or "
-                             "start a new run on the new base")
+        if now != sha256:
+            raise ValueError(f"base policy {spec!r} has changed since the run started (sha256 {sha256[:12]}..., "
+                             f"now {str(now)[:12]}...): restore that file, or start a new run on the new base")
     path = _file_or_folder(spec)
     if path is None:
         return _python_callable(spec)
@@ -197,6 +197,14 @@ def pin_base_policy(config: EnvConfig) -> EnvConfig:
     if config.base_policy is None or config.base_policy_sha256 is not None:
         return config
     return dataclasses.replace(config, base_policy_sha256=base_policy_digest(config.base_policy))
+
+
+def pin_policies(config: TrainConfig) -> TrainConfig:
+    """A new run's config with the SHA-256 of its base and guide files recorded."""
+    guide = config.guide
+    if guide.policy is not None and guide.policy_sha256 is None:
+        guide = dataclasses.replace(guide, policy_sha256=base_policy_digest(guide.policy))
+    return dataclasses.replace(config, env=pin_base_policy(config.env), guide=guide)
 
 
 class BaseActionObservation(gym.Wrapper):

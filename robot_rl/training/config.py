@@ -13,6 +13,7 @@ from robot_rl.data.replay import ReplayConfig
 from robot_rl.teleop.base import TeleopName
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.env_factory import EnvConfig
+from robot_rl.training.guide import GuideConfig
 
 PresetName = Literal["quickstart", "rlpd", "residual"]
 PRESETS: dict[str, SACConfig] = {
@@ -86,6 +87,8 @@ class TrainConfig:
     """Also store intervention transitions in the demo buffer (sampled 50/50 with online data)."""
     corrector: CorrectorConfig = field(default_factory=CorrectorConfig)
     """The scripted corrector (``--teleop scripted``)."""
+    guide: GuideConfig = field(default_factory=GuideConfig)
+    """Jump-start RL: a guide policy acts for the first h steps of each training episode (``--guide.policy``)."""
 
     @classmethod
     def from_preset(cls, preset: str, **fields: object) -> TrainConfig:
@@ -106,6 +109,11 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.demo_noise must be >= 0, got {self.demo_noise}")
         if self.demos is not None and not Path(self.demos).exists():
             raise ValueError(f"TrainConfig.demos: no such folder {self.demos}")
+        if self.guide.policy is not None and self.actors > 0:
+            raise ValueError(f"TrainConfig.guide: a jump-start guide runs in the single-process loop; drop "
+                             f"--actors {self.actors} or --guide.policy {self.guide.policy!r}")
+        if self.guide.policy is None and (self.guide.noise > 0 or self.guide.policy_sha256 is not None):
+            raise ValueError("TrainConfig.guide: --guide.noise is set without a guide (--guide.policy)")
         if self.teleop not in ("none", "scripted") and self.actors > 0:
             raise ValueError(
                 f"TrainConfig.teleop={self.teleop!r} cannot drive {self.actors} actor processes; with --actors "

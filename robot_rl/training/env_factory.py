@@ -196,7 +196,8 @@ def make_env_from_config(config: EnvConfig, render_mode: str | None = None, trai
     )
     if config.base_policy is None:
         return env
-    return BaseActionObservation(env, load_base_policy(config, env), config.base_policy)
+    base = load_base_policy(config.base_policy, env, config.base_noise, config.base_policy_sha256)
+    return BaseActionObservation(env, base, config.base_policy)
 
 
 def success_criterion(config: EnvConfig, env: gym.Env) -> Criterion:

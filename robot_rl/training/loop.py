@@ -4,7 +4,6 @@ deploy it)."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from robot_rl.agents.policy import ActingPolicy
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.transition import step_env
 from robot_rl.envs.success import EpisodeSuccess
-from robot_rl.training.base_policy import pin_base_policy
+from robot_rl.training.base_policy import BasePolicy, load_base_policy, pin_policies
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.core import (
     CHECKPOINT,
@@ -28,7 +27,8 @@ from robot_rl.training.core import (
     start_process,
 )
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config, success_criterion
-from robot_rl.training.evaluate import TRAIN_SEED_BASE, EvalResult
+from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
+from robot_rl.training.guide import JumpStart, episode_horizon
 from robot_rl.training.hil import (
     check_rlif_has_device,
     episode_metrics,
@@ -46,10 +46,7 @@ class Trainer(LearnerCore):
     ``total_env_steps``."""
 
     def __init__(self, config: TrainConfig) -> None:
-        if config.resume is None:
-            cfg = dataclasses.replace(config, env=pin_base_policy(config.env))
-        else:
-            cfg = resumed_config(config, Path(config.resume))
+        cfg = pin_policies(config) if config.resume is None else resumed_config(config, Path(config.resume))
         check_rlif_has_device(cfg)
         start_process(cfg)
         self.env = wrap_training_env(make_env_from_config(cfg.env, training=True), cfg)  # teleop / reward classifier
@@ -59,10 +56,14 @@ class Trainer(LearnerCore):
         run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.env.task, cfg.env.obs))
         super().__init__(cfg, self.env, run_dir, say=self._log_line)
         self.router = make_router(cfg, self.replay, self.demo_replay)  # interventions -> demos; RLIF labels
+        self.jump_start, self.eval_guide = self._guides(cfg)
 
         if cfg.resume is not None:
-            if self.load_checkpoint() is None:
+            state = self.load_checkpoint()
+            if state is None:
                 raise FileNotFoundError(f"--resume {run_dir.path}: no checkpoint at {run_dir.checkpoints / CHECKPOINT}")
+            if self.jump_start is not None:
+                self.jump_start.load_state_dict(state["guide"])
             self._log_line(f"resumed {run_dir.path} at {self.env_steps} env steps, {len(self.replay)} transitions")
         else:
             run_dir.create(cfg)
@@ -72,6 +73,24 @@ class Trainer(LearnerCore):
         if advice := few_critics_warning(cfg):
             self._log_line(advice)
 
+    def _guides(self, cfg: TrainConfig) -> tuple[JumpStart | None, BasePolicy | None]:
+        """The jump-start schedule with its guide in the training env, and a second guide instance for the
+        evaluation env (a scripted expert reads its own env's simulator)."""
+        g = cfg.guide
+        if g.policy is None:
+            return None, None
+        horizon = g.horizon or episode_horizon(self.env)
+        if horizon is None:
+            raise ValueError(f"--guide.policy {g.policy!r}: {cfg.env.name!r} has no time limit; give --guide.horizon")
+        guide = load_base_policy(g.policy, self.env, g.noise, g.policy_sha256, seed=cfg.seed)
+        eval_guide = load_base_policy(g.policy, self.eval_env, g.noise, g.policy_sha256, seed=cfg.seed + 1)
+        self._log_line(f"jump-start guide {g.policy!r}: {g.schedule} h over {horizon} steps per episode")
+        return JumpStart(guide, g, horizon, cfg.seed), eval_guide
+
+    def _checkpoint(self) -> None:
+        extra = {} if self.jump_start is None else {"guide": self.jump_start.state_dict()}
+        self.save_checkpoint(extra)
+
     # --- main loop -------------------------------------------------------------------------------------
     def run(self, should_stop: Callable[[], bool] = lambda: False) -> EvalResult | None:
         """Train to ``total_env_steps``, or until ``should_stop()`` (Ctrl-C): either way the steps so far are kept
@@ -79,6 +98,9 @@ class Trainer(LearnerCore):
         cfg = self.train
         env = self.env
         obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
+        guide = self.jump_start
+        if guide is not None:
+            guide.start_episode()
         episode_return, episode_length = 0.0, 0
         criterion = success_criterion(cfg.env, env)
         success = EpisodeSuccess(criterion)
@@ -94,7 +116,9 @@ class Trainer(LearnerCore):
         update_time, updates_at_start = 0.0, self.updates
         checkpoint_due = False
         while self.env_steps < cfg.total_env_steps and not should_stop():
-            if self.env_steps < cfg.random_steps:
+            if guide is not None and guide.acts(episode_length):
+                action = guide.guide(obs)
+            elif self.env_steps < cfg.random_steps:
                 action = env.action_space.sample()
             else:
                 action = self.agent.act(obs, deterministic=False)
@@ -125,10 +149,12 @@ class Trainer(LearnerCore):
                                  {"return": episode_return, "length": episode_length, **known,
                                   **episode_metrics(info)})
                 obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
+                if guide is not None:
+                    guide.start_episode()
                 episode_return, episode_length = 0.0, 0
                 success = EpisodeSuccess(criterion)
                 if checkpoint_due:  # only at episode boundaries: no half episode is ever persisted
-                    self.save_checkpoint()
+                    self._checkpoint()
                     checkpoint_due = False
             timed = self.updates - updates_at_start - cfg.agent.utd_ratio  # all calls but the first
             ups = timed / update_time if update_time > 0 else 0.0
@@ -136,7 +162,7 @@ class Trainer(LearnerCore):
         bar.close()
         self.router.flush()
         self.replay.end_episode()  # the budget may end mid-episode: keep its steps, bootstrapped
-        self.save_checkpoint()
+        self._checkpoint()
         self.run_dir.plot_learning_curve()
         self.run_dir.close()
         device = teleop_device(self.env)
@@ -154,6 +180,23 @@ class Trainer(LearnerCore):
         if frames:
             self.run_dir.save_video(frames, f"eval_{self.env_steps:07d}", fps=self._fps())
         self._log_line(f"[{self.env_steps} steps] eval: {result.summary()}")
+        if self.jump_start is not None and self.eval_guide is not None:
+            self._advance_guide()
+
+    def _advance_guide(self) -> None:
+        """Log h; on the curriculum, evaluate the combined policy and move h down a stage when it is at its best."""
+        jump, guide = self.jump_start, self.eval_guide
+        assert jump is not None and guide is not None
+        h, metrics = jump.h, {"h": float(jump.h)}
+        if jump.config.schedule == "curriculum" and h > 0:
+            policy, reset = jump.combined(guide, lambda o: self.agent.act(o, deterministic=True))
+            result = evaluate(policy, self.eval_env, self.train.eval_episodes, EVAL_SEED_BASE, reset=reset,
+                              criterion=success_criterion(self.train.env, self.eval_env))
+            metrics["combined_success"] = result.success_rate or 0.0
+            moved = jump.after_evaluation(metrics["combined_success"])
+            self._log_line(f"[{self.env_steps} steps] guide for {h} steps, then the policy: {result.summary()}"
+                           + (f"; h -> {jump.h}" if moved else ""))
+        self.run_dir.log("guide", self.env_steps, metrics)
 
     def _fps(self) -> float:
         return float(self.eval_env.metadata.get("render_fps", 10))

@@ -154,7 +154,7 @@ def test_a_base_and_a_residual_come_together(tmp_path: Path) -> None:
     plain = make_env_from_config(EnvConfig(task="reach"))
     with pytest.raises(ValueError, match="needs a 'base_action' observation"):
         ActingPolicy(SMALL, plain.observation_space, plain.action_space)
-    with pytest.raises(ValueError, match="base_noise=0.3 degrades the scripted expert only"):
+    with pytest.raises(ValueError, match="base noise 0.3 degrades the scripted expert only"):
         make_env_from_config(env_config(str(torchscript_base(tmp_path / "b.pt")), base_noise=0.3))
     with pytest.raises(ValueError, match="gripper"):
         SACConfig(residual_scale=0.1, gripper="discrete")

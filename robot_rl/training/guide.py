@@ -1,0 +1,117 @@
+"""Jump-start RL (JSRL): a guide policy acts for the first h steps of each training episode, then hands over
+to the learner; as the learner improves, h shrinks, so the learner starts from ever earlier states.
+
+``curriculum``: h starts at the episode horizon and drops by horizon / ``stages`` each time an evaluation of
+the combined policy (guide for h steps, then the learner, both deterministic) is at least as good as the best
+combined evaluation so far: the learner has caught up with the states the guide used to carry it through.
+``random``: h is drawn uniformly from [0, horizon] for every episode (JSRL-random), no evaluation needed.
+The run's reported evaluation is always of the learned policy alone. The guide is a base policy of any kind
+(``robot_rl.training.base_policy``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import gymnasium as gym
+import numpy as np
+
+from robot_rl.training.base_policy import BasePolicy
+
+
+@dataclass(frozen=True)
+class GuideConfig:
+    """``--guide.policy BASE``: jump-start the learner with a guide policy."""
+
+    policy: str | None = None
+    """The guide: ``expert``, a TorchScript ``FILE.pt``, a run folder (``robot-rl train-bc``) or ``module:attr``."""
+    noise: float = 0.0
+    """Action noise std of an ``expert`` guide."""
+    schedule: Literal["curriculum", "random"] = "curriculum"
+    """How h (the guide's steps per episode) moves: down a curriculum, or drawn per episode."""
+    stages: int = 10
+    """Curriculum: h drops by horizon / stages at each stage."""
+    horizon: int | None = None
+    """Steps per episode the guide may take at most; default: the env's time limit."""
+    policy_sha256: str | None = None
+    """SHA-256 of the guide's file, recorded when a run starts (a changed file is refused on resume)."""
+
+    def __post_init__(self) -> None:
+        if self.schedule not in ("curriculum", "random"):
+            raise ValueError(f"GuideConfig.schedule must be 'curriculum' or 'random', got {self.schedule!r}")
+        if self.stages < 1:
+            raise ValueError(f"GuideConfig.stages must be >= 1, got {self.stages}")
+        if self.horizon is not None and self.horizon < 1:
+            raise ValueError(f"GuideConfig.horizon must be >= 1 or None, got {self.horizon}")
+        if not (math.isfinite(self.noise) and self.noise >= 0):
+            raise ValueError(f"GuideConfig.noise must be a finite number >= 0, got {self.noise}")
+
+
+def episode_horizon(env: gym.Env) -> int | None:
+    """The env's time limit in steps (a gymnasium ``TimeLimit`` or a robot_rl task's), None if it has none."""
+    spec = getattr(env, "spec", None)
+    if spec is not None and spec.max_episode_steps:
+        return int(spec.max_episode_steps)
+    cfg = getattr(env.unwrapped, "cfg", None)
+    steps = getattr(cfg, "max_episode_steps", None)
+    return int(steps) if steps else None
+
+
+class JumpStart:
+    """Which steps of an episode the guide takes, and how that moves (see the module docstring)."""
+
+    def __init__(self, guide: BasePolicy, config: GuideConfig, horizon: int, seed: int = 0) -> None:
+        self.guide, self.config, self.horizon = guide, config, horizon
+        self.step_size = max(1, math.ceil(horizon / config.stages))
+        self.h = horizon  # curriculum: the current stage's h
+        self.best: float | None = None
+        self.rng = np.random.default_rng(seed)
+        self.episode_h = self.h
+
+    def start_episode(self) -> int:
+        """A new training episode: reset the guide and fix this episode's h (returned)."""
+        self.guide.reset()
+        self.episode_h = int(self.rng.integers(0, self.horizon + 1)) if self.config.schedule == "random" else self.h
+        return self.episode_h
+
+    def acts(self, t: int) -> bool:
+        """The guide takes step ``t`` (0-based) of the current episode."""
+        return t < self.episode_h
+
+    def after_evaluation(self, combined_success: float) -> bool:
+        """Curriculum: the combined policy's success at the current h; True when h dropped to the next stage."""
+        if self.config.schedule != "curriculum" or self.h == 0:
+            return False
+        if self.best is not None and combined_success < self.best:
+            return False
+        self.best = combined_success
+        self.h = max(0, self.h - self.step_size)
+        return True
+
+    def combined(self, guide: BasePolicy, act: Callable[[dict[str, np.ndarray]], np.ndarray]
+                 ) -> tuple[Callable[[dict[str, np.ndarray]], np.ndarray], Callable[[], None]]:
+        """(policy, reset) of the combined policy at the current h: ``guide`` (an instance for the evaluation
+        env) for the first h steps of an episode, then ``act``."""
+        t = 0
+
+        def policy(obs: dict[str, np.ndarray]) -> np.ndarray:
+            nonlocal t
+            t += 1
+            return guide(obs) if t <= self.h else act(obs)
+
+        def reset() -> None:
+            nonlocal t
+            t = 0
+            guide.reset()
+
+        return policy, reset
+
+    def state_dict(self) -> dict[str, object]:
+        return {"h": self.h, "best": self.best, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self.h, self.best = int(state["h"]), state["best"]  # type: ignore[call-overload]
+        self.rng.bit_generator.state = state["rng"]

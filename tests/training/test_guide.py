@@ -1,0 +1,118 @@
+"""Jump-start RL: the guide takes exactly the first h steps of each training episode, h follows its schedule
+(down the curriculum when the combined policy is at its best; drawn per episode at random), the schedule
+survives a resume, and the run's own evaluation is of the learned policy alone."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_rl.agents.config import SACConfig
+from robot_rl.training.config import TrainConfig
+from robot_rl.training.env_factory import EnvConfig
+from robot_rl.training.guide import GuideConfig, JumpStart
+from robot_rl.training.loop import Trainer
+
+
+class CountingGuide:
+    """A guide that says which call of the episode it is (action[0] = calls so far / 100)."""
+
+    def __init__(self) -> None:
+        self.calls, self.resets = 0, 0
+
+    def __call__(self, obs):
+        self.calls += 1
+        return np.full(7, self.calls / 100, np.float32)
+
+    def reset(self) -> None:
+        self.calls, self.resets = 0, self.resets + 1
+
+
+def test_the_curriculum_drops_h_when_the_combined_policy_is_at_its_best():
+    jump = JumpStart(CountingGuide(), GuideConfig(policy="x", stages=4), horizon=10)
+    assert jump.step_size == 3 and jump.start_episode() == 10
+    assert [jump.acts(t) for t in (0, 9, 10)] == [True, True, False]
+    assert jump.after_evaluation(0.5) and jump.h == 7  # the first evaluation sets the bar
+    assert not jump.after_evaluation(0.4) and jump.h == 7  # below the best: stay
+    assert jump.after_evaluation(0.5) and jump.h == 4  # caught up: next stage
+    assert jump.after_evaluation(0.9) and jump.h == 1
+    assert jump.after_evaluation(0.9) and jump.h == 0
+    assert not jump.after_evaluation(1.0) and jump.h == 0  # the learner acts alone from here
+    assert jump.start_episode() == 0
+
+
+def test_the_combined_policy_hands_over_after_h_steps_and_resets_its_guide():
+    jump = JumpStart(CountingGuide(), GuideConfig(policy="x"), horizon=10)
+    jump.h = 3
+    guide = CountingGuide()
+    policy, reset = jump.combined(guide, lambda obs: np.full(7, -1.0, np.float32))
+    assert [policy({})[0] for _ in range(5)] == [0.01, 0.02, 0.03, -1.0, -1.0]
+    reset()
+    assert policy({})[0] == 0.01 and guide.resets == 1
+
+
+def test_random_h_is_uniform_over_the_horizon():
+    jump = JumpStart(CountingGuide(), GuideConfig(policy="x", schedule="random"), horizon=4, seed=1)
+    draws = np.array([jump.start_episode() for _ in range(5000)])
+    assert set(draws) == {0, 1, 2, 3, 4} and np.all(np.abs(np.bincount(draws) - 1000) < 120)
+    assert not jump.after_evaluation(1.0)  # evaluation does not move a random schedule
+
+
+def guided(run: Path, steps: int, resume: Path | None = None, **guide: object) -> TrainConfig:
+    return TrainConfig(env=EnvConfig(task="reach"), total_env_steps=steps, learning_starts=40, batch_size=32,
+                       eval_every=40, eval_episodes=2, scripted_demos=1, seed=1, torch_threads=1,
+                       progress=False, run_dir=run, resume=resume,
+                       guide=GuideConfig(policy="expert", **guide),  # type: ignore[arg-type]
+                       agent=SACConfig(num_critics=2, hidden_dims=(32, 32), utd_ratio=1, compile="off"))
+
+
+def test_the_guide_acts_for_the_first_h_steps_of_training_episodes(tmp_path: Path, monkeypatch):
+    trainer = Trainer(guided(tmp_path / "run", 120, horizon=6, stages=2))
+    assert trainer.jump_start is not None and trainer.jump_start.h == 6
+    actors: list[str] = []
+    guide = trainer.jump_start.guide
+
+    class Recorded:
+        def __call__(self, obs):
+            actors.append("guide")
+            return guide(obs)
+
+        def reset(self):  # called as each training episode starts
+            actors.append("|")
+            guide.reset()
+
+    monkeypatch.setattr(trainer.jump_start, "guide", Recorded())
+    act = trainer.agent.act
+    monkeypatch.setattr(trainer.agent, "act", lambda obs, deterministic: actors.append(
+        "eval" if deterministic else "policy") or act(obs, deterministic))
+    trainer.run()
+    episodes = [e.split() for e in " ".join(a for a in actors if a != "eval").split("|")[1:]]
+    guided_steps = [e.count("guide") for e in episodes if e]
+    for e, k in zip(episodes, guided_steps):
+        assert e == ["guide"] * k + ["policy"] * (len(e) - k)  # the guide first, then the policy, no mixing
+        assert k in (min(len(e), 6), min(len(e), 3))  # h was 6, then 3
+    assert guided_steps[0] == 6 and guided_steps[-1] == 3
+    _, h = trainer.run_dir.read_metrics("guide", "h")
+    _, combined = trainer.run_dir.read_metrics("guide", "combined_success")
+    # logged at each evaluation (every 40 steps): the first sets the bar and h drops; below it, h stays
+    assert h.tolist() == [6.0, 3.0, 3.0] and combined.tolist() == [0.5, 0.0, 0.0]
+
+
+def test_a_resumed_run_continues_the_schedule(tmp_path: Path):
+    first = Trainer(guided(tmp_path / "run", 80, stages=4))
+    first.run()
+    assert first.jump_start is not None
+    h = first.jump_start.h
+    assert h < 40
+    resumed = Trainer(guided(tmp_path / "other", 120, resume=tmp_path / "run", stages=4))
+    assert resumed.jump_start is not None and resumed.jump_start.h == h
+
+
+def test_a_guide_needs_a_single_process_run_and_noise_needs_a_guide(tmp_path: Path):
+    with pytest.raises(ValueError, match="single-process loop"):
+        dataclasses.replace(guided(tmp_path / "run", 80), actors=1)
+    with pytest.raises(ValueError, match="without a guide"):
+        TrainConfig(guide=GuideConfig(noise=0.5))
