@@ -45,6 +45,7 @@ SMALL = {
     "eval": "--episodes 2",
     "record-success-fail": "--episodes 4",
     "train-classifier": "--classifier.steps 20 --classifier.torch-threads 1",
+    "train-bc": "--steps 50 --eval-episodes 1 --torch-threads 1",
 }
 """Flags appended to each ``robot-rl <command>`` of a guide."""
 
@@ -81,7 +82,7 @@ def logical_lines(text: str) -> list[str]:
 
 def shrink(line: str) -> str:
     """``line`` with ``SMALL`` flags after a ``robot-rl <command>`` (before a trailing ``&``)."""
-    match = re.match(r"^\s*robot-rl\s+([\w-]+)", line)
+    match = re.match(r"^\s*(?:\w+=\S+\s+)*robot-rl\s+([\w-]+)", line)  # after VAR=value prefixes too
     if not match or match.group(1) not in SMALL:
         return line
     body, background = (line.rstrip()[:-1], " &") if line.rstrip().endswith("&") else (line, "")
@@ -165,6 +166,7 @@ def test_shrink_appends_small_flags_before_a_trailing_ampersand() -> None:
     assert shrink("robot-rl eval runs/x") == "robot-rl eval runs/x --episodes 2"
     assert shrink("robot-rl actor --task reach &").endswith("--torch-threads 1 &")
     assert shrink("python -c 'print(1)'") == "python -c 'print(1)'"
+    assert shrink("PYTHONPATH=. robot-rl eval runs/x") == "PYTHONPATH=. robot-rl eval runs/x --episodes 2"
 
 
 @pytest.mark.parametrize("guide", GUIDES, ids=lambda p: p.stem)

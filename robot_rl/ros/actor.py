@@ -3,7 +3,8 @@
 No ROS import here: the node builds a ``RosArmEnv`` and calls ``run_actor``. Two small registries decide
 where the policy comes from and where transitions go:
 
-``POLICIES``  checkpoint (``load_policy`` on a run folder / checkpoint file), network (an untrained SAC
+``POLICIES``  checkpoint (``load_policy`` on a run folder / checkpoint file; a residual run's base policy runs
+              here, next to the arm), network (an untrained SAC
               actor of the env's spaces: benchmarks), random, zero.
 ``LEARNERS``  none (act only): an entry returns a ``LearnerLink`` that receives every transition (``add``)
               and refreshes the policy (``sync``), called between steps, never inside a ROS callback.
@@ -114,15 +115,36 @@ class ZeroPolicy:
         return self.action
 
 
+class BasedPolicy:
+    """A residual run's policy on the robot: its base policy runs here, next to the arm, and proposes each
+    action (the ``base_action`` observation); the residual corrects it."""
+
+    def __init__(self, policy: Policy, base: Any) -> None:
+        self.policy, self.base = policy, base
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        return self.policy.act(self.base.with_base_action(obs))
+
+    def reset(self) -> None:
+        self.base.base.reset()
+
+
 def _checkpoint(cfg: PolicyActorConfig, env: gym.Env) -> Policy:
+    from robot_rl.training.base_policy import BaseActionObservation, load_base_policy
     from robot_rl.training.loop import load_policy
 
     policy, train_cfg = load_policy(Path(cfg.checkpoint))
-    if policy.obs_keys != sorted(env.observation_space.spaces):
-        trained = train_cfg.env
+    trained = train_cfg.env
+    base = None
+    if trained.base_policy is not None:  # the base's action is an observation the robot's env does not have
+        base = BaseActionObservation(env, load_base_policy(trained.base_policy, env, trained.base_noise,
+                                                           trained.base_policy_sha256), trained.base_policy)
+    space = (base or env).observation_space
+    if policy.obs_keys != sorted(space.spaces):
         raise ValueError(f"checkpoint {cfg.checkpoint} (task {trained.task}, obs {trained.obs}) expects "
-                         f"keys {policy.obs_keys}; the env gives {sorted(env.observation_space.spaces)}")
-    return AgentPolicy(policy, cfg.deterministic)
+                         f"keys {policy.obs_keys}; the env gives {sorted(space.spaces)}")
+    agent = AgentPolicy(policy, cfg.deterministic)
+    return agent if base is None else BasedPolicy(agent, base)
 
 
 def _network(cfg: PolicyActorConfig, env: gym.Env) -> Policy:
@@ -175,6 +197,8 @@ def run_actor(env: gym.Env, policy: Policy, learner: LearnerLink, episodes: int 
     stats = stats if stats is not None else ActorStats()
     while not should_stop() and (episodes == 0 or stats.episodes < episodes):
         obs, _ = env.reset()
+        if (reset := getattr(policy, "reset", None)) is not None:
+            reset()  # a policy with memory (a base's chunk queue) starts the episode afresh
         done = False
         while not done and not should_stop():
             t0 = time.perf_counter()

@@ -118,6 +118,16 @@ def test_training_moves_the_residual_never_the_base_and_the_run_rebuilds_both(tm
     metrics = trainer.agent.update(lambda: trainer.sampler.sample(32, "cpu"))
     assert 0.0 < metrics["residual_of_bound"] <= 1.0
 
+    # the robot's policy actor: its env has no base action; the checkpoint's base runs there and adds it
+    from robot_rl.ros.actor import POLICIES, PolicyActorConfig
+
+    robot_env = make_env_from_config(EnvConfig(task="reach"))
+    on_robot = POLICIES["checkpoint"](PolicyActorConfig(policy="checkpoint", checkpoint=str(tmp_path / "run")),
+                                      robot_env)
+    (plain, _), (based, _) = robot_env.reset(seed=5), env.reset(seed=5)
+    on_robot.reset()  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(on_robot.act(plain), policy.act(based, deterministic=True))
+
     torchscript_base(base_file, seed=1)  # another base under the same name
     with pytest.raises(ValueError, match=r"base policy .*base.pt' has changed since the run started"):
         load_policy(tmp_path / "run")
