@@ -216,7 +216,8 @@ class BaseActionObservation(gym.Wrapper):
         super().__init__(env)
         space = env.observation_space
         if not isinstance(space, gym.spaces.Dict) or BASE_ACTION in space.spaces:
-            raise ValueError(f"base policy {name!r}: needs dict observations without a {BASE_ACTION!r} key, got {space}")
+            raise ValueError(f"base policy {name!r}: needs dict observations without a {BASE_ACTION!r} key, "
+                             f"got {space}")
         box = env.action_space
         assert isinstance(box, gym.spaces.Box)
         self.base, self.name = base, name

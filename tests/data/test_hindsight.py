@@ -77,7 +77,8 @@ def test_future_goal_is_uniform_over_the_rest_of_the_episode():
     replay = buffer(fraction=1.0, n_step=1)
     add_steps(replay, 0, range(0, 10), 10, "")
     start = np.flatnonzero(replay._frames["achieved_goal"][:, 1] == 2)[:1]  # step 2 of the episode
-    picks = replay._frames["achieved_goal"][replay._episode_index.later_records(np.repeat(start, 16000), replay._rng), 1]
+    later = replay._episode_index.later_records(np.repeat(start, 16000), replay._rng)
+    picks = replay._frames["achieved_goal"][later, 1]
     counts = np.bincount(picks.astype(int), minlength=11)[3:]  # frames 3..10
     assert counts.sum() == 16000 and np.all(np.abs(counts - 2000) < 200)
 

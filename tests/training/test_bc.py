@@ -7,13 +7,23 @@ import dataclasses
 import math
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+from robot_rl.agents.config import SACConfig
 from robot_rl.data.episode import Episode
 from robot_rl.envs.contract import BASE_ACTION
 from robot_rl.training.base_policy import base_of
-from robot_rl.training.bc import BCConfig, ChunkedPolicy, chunk_targets, load_bc_policy, temporal_ensemble, train_bc
+from robot_rl.training.bc import (
+    BCConfig,
+    ChunkedPolicy,
+    ChunkNetwork,
+    chunk_targets,
+    load_bc_policy,
+    temporal_ensemble,
+    train_bc,
+)
 from robot_rl.training.env_factory import EnvConfig, make_env_from_config
 from robot_rl.training.record import record_scripted_demos
 
@@ -31,17 +41,10 @@ def scripted_chunks(policy: ChunkedPolicy) -> list[int]:
     return calls
 
 
-class Stub:
-    chunk = 3
-
-    class space:  # noqa: N801 - what ChunkedPolicy reads of a network
-        spaces: dict = {}
-
-    def eval(self):
-        return self
-
-    def requires_grad_(self, flag):
-        return self
+def stub_network() -> ChunkNetwork:
+    """A real network of chunk 3 on a 1-D state (its predictions are replaced by ``scripted_chunks``)."""
+    box = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    return ChunkNetwork(gym.spaces.Dict({"state": box}), box, 3, (8,), SACConfig())
 
 
 def test_temporal_ensemble_weights_the_oldest_prediction_of_a_step_most():
@@ -54,7 +57,7 @@ def test_temporal_ensemble_weights_the_oldest_prediction_of_a_step_most():
 
 
 def test_open_loop_executes_each_chunk_whole_and_reset_drops_the_rest():
-    policy = ChunkedPolicy(Stub(), "open_loop", 0.0)  # type: ignore[arg-type]
+    policy = ChunkedPolicy(stub_network(), "open_loop", 0.0)
     calls = scripted_chunks(policy)
     assert [policy({})[0] for _ in range(5)] == [1, 2, 3, 10, 20]
     assert calls == [0, 1]
@@ -63,7 +66,7 @@ def test_open_loop_executes_each_chunk_whole_and_reset_drops_the_rest():
 
 
 def test_ensemble_execution_predicts_every_step_and_keeps_the_last_k_chunks():
-    policy = ChunkedPolicy(Stub(), "ensemble", math.log(2))  # type: ignore[arg-type]
+    policy = ChunkedPolicy(stub_network(), "ensemble", math.log(2))
     scripted_chunks(policy)
     got = [policy({})[0] for _ in range(4)]
     assert got[0] == pytest.approx(1.0)

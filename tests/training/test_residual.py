@@ -63,6 +63,9 @@ def test_the_untrained_residual_acts_exactly_as_its_base_and_scale_zero_is_the_b
     assert env.observation_space[BASE_ACTION].shape == (7,)
     policy = ActingPolicy(SMALL, env.observation_space, env.action_space, seed=4)
     frozen = ActingPolicy(dataclasses.replace(SMALL, residual_scale=0.0), env.observation_space, env.action_space)
+    blind = ActingPolicy(dataclasses.replace(SMALL, residual_observe_base=False), env.observation_space,
+                         env.action_space)
+    assert blind.encoder.state_dim == policy.encoder.state_dim - 7  # the composition alone reads the base
     for obs in observations(env):
         np.testing.assert_array_equal(policy.act(obs, deterministic=True), obs[BASE_ACTION])
         np.testing.assert_array_equal(frozen.act(obs, deterministic=False), obs[BASE_ACTION])
@@ -153,7 +156,7 @@ def test_demos_without_base_actions_get_them_and_the_expert_base_refuses(tmp_pat
     np.testing.assert_allclose(filled.observations[BASE_ACTION], np.stack([f[BASE_ACTION] for f in frames]),
                                atol=1e-6)
     expert_env = make_env_from_config(env_config("expert"))
-    with pytest.raises(ValueError, match="demo 0: .*'expert' needs the simulator"):
+    with pytest.raises(ValueError, match=r"demo 0: .*'expert' needs the simulator"):
         with_base_actions(demo, base_of(expert_env), "demo 0")
 
 
@@ -164,7 +167,7 @@ def test_a_base_and_a_residual_come_together(tmp_path: Path) -> None:
     plain = make_env_from_config(EnvConfig(task="reach"))
     with pytest.raises(ValueError, match="needs a 'base_action' observation"):
         ActingPolicy(SMALL, plain.observation_space, plain.action_space)
-    with pytest.raises(ValueError, match="base noise 0.3 degrades the scripted expert only"):
+    with pytest.raises(ValueError, match=r"base noise 0\.3 degrades the scripted expert only"):
         make_env_from_config(env_config(str(torchscript_base(tmp_path / "b.pt")), base_noise=0.3))
     with pytest.raises(ValueError, match="gripper"):
         SACConfig(residual_scale=0.1, gripper="discrete")
