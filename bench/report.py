@@ -1,4 +1,5 @@
-"""The sample-efficiency tables of docs/benchmarks.md, built from the raw results in ``bench/results/learning/``.
+"""The sample-efficiency tables of docs/benchmarks.md, built from the raw results in ``bench/results/learning/``
+and ``bench/results/residual/``.
 
     python bench/report.py                    # every task and threshold measured
     python bench/report.py --task reach
@@ -63,6 +64,38 @@ def render(key: tuple[str, str, float], methods: dict[str, dict[int, dict]]) -> 
     return lines
 
 
+def residual_tables(task: str | None) -> list[str]:
+    """Per task: each residual-benchmark method (a residual's scale in its name) with its seeds' base success,
+    steps to 80% / 90% and final success (lower 95% bound), the newest result of each seed."""
+    rows: dict = defaultdict(lambda: defaultdict(dict))
+    for path in sorted((RESULTS / "residual").glob("*.json")):
+        doc = json.loads(path.read_text())
+        if task is not None and doc["task"] != task:
+            continue
+        for method, runs in doc["results"].items():
+            label = {"residual": f"residual, scale {doc['residual_scale']}",
+                     "jsrl": f"JSRL, {doc.get('guide_schedule', 'curriculum')} h"}.get(method, "RLPD, same demos")
+            for run in runs:
+                rows[doc["task"]][label][run["seed"]] = run | {"budget": doc["budget"], "provenance": doc["provenance"]}
+    lines: list[str] = []
+    for name in sorted(rows):
+        bases = {s: r["base_success"] for runs in rows[name].values() for s, r in runs.items()}
+        lines += [f"**{name}** over a BC base (base success per seed: "
+                  f"{', '.join(f'{bases[s]:.0%}' for s in sorted(bases))}):", "",
+                  "| method | steps to 80% | steps to 90% | final success (95% CI low) | date | commit |",
+                  "|---|---|---|---|---|---|"]
+        for label, seeds in rows[name].items():
+            runs = [seeds[s] for s in sorted(seeds)]
+            finals = ", ".join(f"{r['final_success']:.0%} ({r['final_ci_low']:.0%})" for r in runs)
+            when = ", ".join(sorted({r["provenance"]["date"] for r in runs}))
+            commits = ", ".join(sorted({r["provenance"]["commit"] for r in runs}))
+            to80, to90 = (", ".join(str(r[k]) if r[k] else f">{r['budget']}" for r in runs)
+                          for k in ("steps_to_80", "steps_to_90"))
+            lines.append(f"| {label} | {to80} | {to90} | {finals} | {when} | {commits} |")
+        lines.append("")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default=None)
@@ -72,6 +105,7 @@ def main() -> None:
         raise SystemExit(f"no results under {RESULTS / 'learning'}")
     for key in sorted(tables):
         print("\n".join(render(key, tables[key])) + "\n")
+    print("\n".join(residual_tables(args.task)))
 
 
 if __name__ == "__main__":
