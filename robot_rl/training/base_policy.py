@@ -146,9 +146,10 @@ def _file_or_folder(spec: str) -> Path | None:
 def run_checkpoint(run: Path) -> Path:
     """The checkpoint a run folder's policy loads from: a BC run's, else ``robot-rl train``'s latest."""
     from robot_rl.training.bc import BC_CHECKPOINT
+    from robot_rl.training.core import CHECKPOINT
 
     bc = run / "checkpoints" / BC_CHECKPOINT
-    return bc if bc.exists() else run / "checkpoints" / "latest.pt"
+    return bc if bc.exists() else run / "checkpoints" / CHECKPOINT
 
 
 def base_policy_digest(spec: str) -> str | None:

@@ -167,7 +167,7 @@ def train_bc(config: BCConfig, say: Any = print) -> tuple[RunDir, EvalResult | N
     """Train, save the run folder, and evaluate on held-out seeds (when ``eval_episodes`` > 0)."""
     torch.set_num_threads(config.torch_threads)
     torch.manual_seed(config.seed)
-    episodes = load_demos(config.demos)
+    episodes = load_demos(config.demos, task=None if config.env.env_factory else config.env.task)
     if not episodes:
         raise ValueError(f"train-bc: {config.demos} holds no demo episodes")
     env = make_env_from_config(dataclasses.replace(config.env, base_policy=None, base_noise=0.0))
@@ -176,6 +176,8 @@ def train_bc(config: BCConfig, say: Any = print) -> tuple[RunDir, EvalResult | N
     if set(obs) != set(space.spaces):
         raise ValueError(f"train-bc: the demos' observation keys {sorted(obs)} are not the env's "
                          f"{sorted(space.spaces)} (record the demos with the same --task/--obs)")
+    run = RunDir(config.run_dir or RunDir.default_path(f"bc-{config.env.task}", config.env.obs))
+    run.create(config)  # claims the folder before the training time is spent
     network = ChunkNetwork(space, env.action_space, config.chunk, config.hidden_dims, config.encoder)
     network.to(config.device)
     data = {k: torch.as_tensor(v, device=config.device) for k, v in obs.items()}
@@ -196,8 +198,6 @@ def train_bc(config: BCConfig, say: Any = print) -> tuple[RunDir, EvalResult | N
         if step % max(1, config.steps // 5) == 0 or step == config.steps:
             say(f"train-bc: step {step}, loss {loss.item():.5f}")
 
-    run = RunDir(config.run_dir or RunDir.default_path(f"bc-{config.env.task}", config.env.obs))
-    run.create(config)
     state = {"format": BC_FORMAT, "network": network.state_dict(), "observation_space": describe_space(space),
              "action_low": env.action_space.low.tolist(), "action_high": env.action_space.high.tolist(),
              "chunk": config.chunk, "hidden_dims": list(config.hidden_dims), "encoder": to_jsonable(config.encoder),

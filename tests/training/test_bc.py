@@ -101,3 +101,13 @@ def test_bc_learns_reach_from_a_few_demos_and_its_run_is_a_base_policy(tmp_path:
     obs, _ = based.reset(seed=3)
     plain = {k: v for k, v in obs.items() if k != BASE_ACTION}
     np.testing.assert_array_equal(obs[BASE_ACTION], np.clip(policy(plain), -1, 1))  # same execution state
+
+
+def test_bc_refuses_demos_of_another_task_before_claiming_a_run_folder(tmp_path: Path):
+    env = make_env_from_config(EnvConfig(task="reach"))
+    record_scripted_demos(env, "reach", 1, tmp_path / "demos", seed=0)
+    config = BCConfig(demos=tmp_path / "demos", env=EnvConfig(task="pick_cube"), steps=1, eval_episodes=0,
+                      run_dir=tmp_path / "bc")
+    with pytest.raises(ValueError, match="recorded for task 'reach', this run is 'pick_cube'"):
+        train_bc(config, say=lambda _: None)
+    assert not (tmp_path / "bc").exists()
