@@ -1,9 +1,10 @@
 """Jump-start RL (JSRL): a guide policy acts for the first h steps of each training episode, then hands over
 to the learner; as the learner improves, h shrinks, so the learner starts from ever earlier states.
 
-``curriculum``: h starts at the episode horizon and drops by horizon / ``stages`` each time an evaluation of
-the combined policy (guide for h steps, then the learner, both deterministic) is at least as good as the best
-combined evaluation so far: the learner has caught up with the states the guide used to carry it through.
+``curriculum``: h starts at the episode horizon and drops by horizon / ``stages`` (and at least to the combined
+episodes' mean length) each time an evaluation of the combined policy (guide for h steps, then the learner,
+both deterministic) is at least as good as the best combined evaluation so far: the learner has caught up
+with the states the guide used to carry it through.
 ``random``: h is drawn uniformly from [0, horizon] for every episode (JSRL-random), no evaluation needed.
 The run's reported evaluation is always of the learned policy alone. The guide is a base policy of any kind
 (``robot_rl.training.base_policy``).
@@ -81,14 +82,20 @@ class JumpStart:
         """The guide takes step ``t`` (0-based) of the current episode."""
         return t < self.episode_h
 
-    def after_evaluation(self, combined_success: float) -> bool:
-        """Curriculum: the combined policy's success at the current h; True when h dropped to the next stage."""
+    def after_evaluation(self, combined_success: float, combined_length: float | None = None) -> bool:
+        """Curriculum: the combined policy's success (and mean episode length) at the current h; True when h
+        dropped to the next stage. A stage never starts above the combined episodes' mean length: steps past
+        an episode's end are no hand-over, so a guide that finishes in 40 of 100 steps is not walked down
+        through 100, 90, ... 50 first."""
         if self.config.schedule != "curriculum" or self.h == 0:
             return False
         if self.best is not None and combined_success < self.best:
             return False
         self.best = combined_success
-        self.h = max(0, self.h - self.step_size)
+        lower = self.h - self.step_size
+        if combined_length is not None:
+            lower = min(lower, int(combined_length))
+        self.h = max(0, lower)
         return True
 
     def combined(self, guide: BasePolicy, act: Callable[[dict[str, np.ndarray]], np.ndarray]

@@ -193,7 +193,7 @@ class Trainer(LearnerCore):
             result = evaluate(policy, self.eval_env, self.train.eval_episodes, EVAL_SEED_BASE, reset=reset,
                               criterion=success_criterion(self.train.env, self.eval_env))
             metrics["combined_success"] = result.success_rate or 0.0
-            moved = jump.after_evaluation(metrics["combined_success"])
+            moved = jump.after_evaluation(metrics["combined_success"], result.mean_length)
             self._log_line(f"[{self.env_steps} steps] guide for {h} steps, then the policy: {result.summary()}"
                            + (f"; h -> {jump.h}" if moved else ""))
         self.run_dir.log("guide", self.env_steps, metrics)

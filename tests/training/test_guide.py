@@ -42,6 +42,9 @@ def test_the_curriculum_drops_h_when_the_combined_policy_is_at_its_best():
     assert jump.after_evaluation(0.9) and jump.h == 0
     assert not jump.after_evaluation(1.0) and jump.h == 0  # the learner acts alone from here
     assert jump.start_episode() == 0
+    short = JumpStart(CountingGuide(), GuideConfig(policy="x", stages=10), horizon=100)
+    assert short.after_evaluation(0.5, combined_length=37.6) and short.h == 37  # not 90: episodes end by ~38
+    assert short.after_evaluation(0.6, combined_length=36.0) and short.h == 27  # then a stage at a time
 
 
 def test_the_combined_policy_hands_over_after_h_steps_and_resets_its_guide():
