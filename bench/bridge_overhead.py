@@ -110,6 +110,10 @@ def main() -> None:
     for key in ("p50_us", "p99_us", "mean_us"):
         a, b = statistics.median(x[key] for x in ours), statistics.median(x[key] for x in theirs)
         print(f"{key}: ours {a:.1f}, peer {args.peer} {b:.1f}, ratio {a / b:.2f}x")
+    from _recipe import run_stamp, write_results  # here: --measure rounds (also the peer's) stay light
+
+    saved = write_results("bridge_overhead", f"{run_stamp()}.json", vars(args) | {"ours": ours, "peer": theirs})
+    print(f"results: {saved}")
 
 
 if __name__ == "__main__":

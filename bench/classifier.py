@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _recipe import add_recipe_args, recipe_config, run_stamp
+from _recipe import add_recipe_args, recipe_config, results_name, run_stamp, write_results
 
 from robot_rl.commands.classifier import policy_recording_env
 from robot_rl.rewards.classifier import load_classifier, save_classifier
@@ -164,6 +164,8 @@ def main() -> None:
             print(f"\nsuccess: true reward {true:.0%}, classifier reward {learned:.0%} ({ratio:.0%} of true)")
     root.mkdir(parents=True, exist_ok=True)
     (root / "summary.json").write_text(json.dumps(summary, default=str, indent=1))
+    saved = write_results("classifier", results_name(run_stamp(), args, *args.arms), vars(args) | summary)
+    print(f"results: {saved}")
 
 
 if __name__ == "__main__":

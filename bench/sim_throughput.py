@@ -15,6 +15,7 @@ import time
 os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
 
 import mujoco
+from _recipe import run_stamp, write_results
 
 from robot_rl.sim import TASKS, make_env, make_expert
 
@@ -67,6 +68,10 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for task, mode, env_sps, raw_sps, overhead in rows:
         print(f"| {task} | {mode} | {env_sps:,.0f} | {raw_sps:,.0f} | {overhead * 100:+.0f}% |")
+    keys = ("task", "obs", "env_steps_per_s", "raw_mj_step_per_s", "overhead")
+    saved = write_results("sim_throughput", f"{run_stamp()}.json",
+                          vars(args) | {"results": [dict(zip(keys, row)) for row in rows]})
+    print(f"results: {saved}")
 
 
 if __name__ == "__main__":
