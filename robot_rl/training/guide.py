@@ -3,8 +3,8 @@ to the learner; as the learner improves, h shrinks, so the learner starts from e
 
 ``curriculum``: h starts at the episode horizon and drops by horizon / ``stages`` (and at least to the combined
 episodes' mean length) each time an evaluation of the combined policy (guide for h steps, then the learner,
-both deterministic) is at least as good as the best combined evaluation so far: the learner has caught up
-with the states the guide used to carry it through.
+both deterministic) is as good as the best combined evaluation so far, within ``tolerance``: the learner has
+caught up with the states the guide used to carry it through.
 ``random``: h is drawn uniformly from [0, horizon] for every episode (JSRL-random), no evaluation needed.
 The run's reported evaluation is always of the learned policy alone. The guide is a base policy of any kind
 (``robot_rl.training.base_policy``).
@@ -35,6 +35,9 @@ class GuideConfig:
     """How h (the guide's steps per episode) moves: down a curriculum, or drawn per episode."""
     stages: int = 10
     """Curriculum: h drops by horizon / stages at each stage."""
+    tolerance: float = 0.05
+    """Curriculum: the combined policy moves on when its success is at most this far below its best so far
+    (one episode of 20 evaluation episodes: the noise of the evaluation itself)."""
     horizon: int | None = None
     """Steps per episode the guide may take at most; default: the env's time limit."""
     policy_sha256: str | None = None
@@ -45,6 +48,8 @@ class GuideConfig:
             raise ValueError(f"GuideConfig.schedule must be 'curriculum' or 'random', got {self.schedule!r}")
         if self.stages < 1:
             raise ValueError(f"GuideConfig.stages must be >= 1, got {self.stages}")
+        if not 0 <= self.tolerance <= 1:
+            raise ValueError(f"GuideConfig.tolerance must be in [0, 1], got {self.tolerance}")
         if self.horizon is not None and self.horizon < 1:
             raise ValueError(f"GuideConfig.horizon must be >= 1 or None, got {self.horizon}")
         if not (math.isfinite(self.noise) and self.noise >= 0):
@@ -89,9 +94,9 @@ class JumpStart:
         through 100, 90, ... 50 first."""
         if self.config.schedule != "curriculum" or self.h == 0:
             return False
-        if self.best is not None and combined_success < self.best:
+        if self.best is not None and combined_success < self.best - self.config.tolerance - 1e-9:
             return False
-        self.best = combined_success
+        self.best = combined_success if self.best is None else max(self.best, combined_success)
         lower = self.h - self.step_size
         if combined_length is not None:
             lower = min(lower, int(combined_length))

@@ -32,12 +32,13 @@ class CountingGuide:
 
 
 def test_the_curriculum_drops_h_when_the_combined_policy_is_at_its_best():
-    jump = JumpStart(CountingGuide(), GuideConfig(policy="x", stages=4), horizon=10)
+    jump = JumpStart(CountingGuide(), GuideConfig(policy="x", stages=4, tolerance=0.05), horizon=10)
     assert jump.step_size == 3 and jump.start_episode() == 10
     assert [jump.acts(t) for t in (0, 9, 10)] == [True, True, False]
     assert jump.after_evaluation(0.5) and jump.h == 7  # the first evaluation sets the bar
     assert not jump.after_evaluation(0.4) and jump.h == 7  # below the best: stay
-    assert jump.after_evaluation(0.5) and jump.h == 4  # caught up: next stage
+    assert jump.after_evaluation(0.45) and jump.h == 4  # within the tolerance of the best: next stage
+    assert jump.best == 0.5  # the bar never drops
     assert jump.after_evaluation(0.9) and jump.h == 1
     assert jump.after_evaluation(0.9) and jump.h == 0
     assert not jump.after_evaluation(1.0) and jump.h == 0  # the learner acts alone from here
