@@ -119,6 +119,16 @@ def test_eval_of_a_truncated_or_empty_checkpoint_names_the_file(tmp_path: Path, 
     assert "no such run folder or checkpoint file" in capsys.readouterr().err
 
 
+def like_a_terminal() -> None:
+    """A child's SIGINT as a shell in a terminal leaves it (default handler, not blocked), whatever the test
+    process inherited or set: a process started with SIGINT ignored keeps it ignored, and Python then raises
+    no KeyboardInterrupt on Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_stops_training_with_a_checkpoint_and_resume_continues(tmp_path: Path) -> None:
     """SIGINT (Ctrl-C) mid-run: exit 0, one line, no traceback, a checkpoint of every step taken."""
     import signal
@@ -129,7 +139,8 @@ def test_ctrl_c_stops_training_with_a_checkpoint_and_resume_continues(tmp_path: 
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "robot_rl.cli", "train", "--task", "reach", "--total-env-steps", "100000",
            "--scripted-demos", "0", "--run-dir", str(run), "--agent.compile", "off", *TINY]  # not mid-compile
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=like_a_terminal)
     deadline = time.monotonic() + 120
     while not (run / "metrics.csv").exists() or "train" not in (run / "metrics.csv").read_text():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
@@ -153,7 +164,7 @@ def test_ctrl_c_during_demo_recording_is_one_line_and_keeps_what_was_written(tmp
     out_dir = tmp_path / "demos"
     proc = subprocess.Popen([sys.executable, "-m", "robot_rl.cli", "record-demos", "--task", "reach", "--episodes",
                              "10000", "--out", str(out_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, preexec_fn=like_a_terminal)
     deadline = time.monotonic() + 120
     while not list(out_dir.glob("episode_*.npz")):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
