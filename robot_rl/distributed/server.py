@@ -147,7 +147,8 @@ class LinkServer(services.LearnerServicer):
             log.error("refused %s from %s: %s", "Hello", context.peer(), message)
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, message)
         if not request.actor_id or not request.session:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "actor_id and session are required")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          "Hello lacks the actor_id or the actor process id: an actor of another robot_rl version?")
         acked = self.ingestor.hello(request.actor_id, request.session, request.resume_from)
         log.info(
             "actor %s (session %s) connected from %s; acked up to seq %d",

@@ -14,7 +14,7 @@ A base with a ``reset()`` method has it called at every episode start (chunked p
 The base runs where the env runs (the actor's process; on a robot, the robot PC) and its action becomes the
 ``base_action`` observation (``BaseActionObservation``): the replay stores it once per frame, it crosses the
 actor/learner link as any observation does, and the TD target finds the next state's base action in
-``next_obs``. A base loaded from a file is pinned by its SHA-256 in the run's config (``pin_base_policy``),
+``next_obs``. A base loaded from a file is pinned by its SHA-256 in the run's config (``pin_policies``),
 so resuming, evaluating or deploying a run whose base file changed is refused.
 """
 
@@ -37,7 +37,6 @@ from robot_rl.envs.contract import BASE_ACTION
 
 if TYPE_CHECKING:
     from robot_rl.training.config import TrainConfig
-    from robot_rl.training.env_factory import EnvConfig
 
 EXPERT = "expert"
 
@@ -145,11 +144,10 @@ def _file_or_folder(spec: str) -> Path | None:
 
 def run_checkpoint(run: Path) -> Path:
     """The checkpoint a run folder's policy loads from: a BC run's, else ``robot-rl train``'s latest."""
-    from robot_rl.training.bc import BC_CHECKPOINT
+    from robot_rl.training.bc import BC_CHECKPOINT, is_bc_run
     from robot_rl.training.core import CHECKPOINT
 
-    bc = run / "checkpoints" / BC_CHECKPOINT
-    return bc if bc.exists() else run / "checkpoints" / CHECKPOINT
+    return run / "checkpoints" / (BC_CHECKPOINT if is_bc_run(run) else CHECKPOINT)
 
 
 def base_policy_digest(spec: str) -> str | None:
@@ -193,19 +191,14 @@ def load_base_policy(spec: str, env: gym.Env, noise: float = 0.0, sha256: str | 
     return _run_folder(path) if path.is_dir() else TorchScriptBase(path)
 
 
-def pin_base_policy(config: EnvConfig) -> EnvConfig:
-    """``config`` with its base file's SHA-256 recorded (what a new run stores in config.json)."""
-    if config.base_policy is None or config.base_policy_sha256 is not None:
-        return config
-    return dataclasses.replace(config, base_policy_sha256=base_policy_digest(config.base_policy))
-
-
 def pin_policies(config: TrainConfig) -> TrainConfig:
-    """A new run's config with the SHA-256 of its base and guide files recorded."""
-    guide = config.guide
+    """A new run's config with the SHA-256 of its base and guide files recorded (a file already pinned stays)."""
+    env, guide = config.env, config.guide
+    if env.base_policy is not None and env.base_policy_sha256 is None:
+        env = dataclasses.replace(env, base_policy_sha256=base_policy_digest(env.base_policy))
     if guide.policy is not None and guide.policy_sha256 is None:
         guide = dataclasses.replace(guide, policy_sha256=base_policy_digest(guide.policy))
-    return dataclasses.replace(config, env=pin_base_policy(config.env), guide=guide)
+    return dataclasses.replace(config, env=env, guide=guide)
 
 
 class BaseActionObservation(gym.Wrapper):

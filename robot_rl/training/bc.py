@@ -14,7 +14,6 @@ space, action size); ``--base-policy RUN_DIR`` loads it as a base.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -88,6 +87,9 @@ class BCConfig:
             raise ValueError(f"BCConfig.ensemble_decay must be a finite number >= 0, got {self.ensemble_decay}")
         if not (math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"BCConfig.lr must be a finite number > 0, got {self.lr}")
+        if self.env.base_policy is not None:
+            raise ValueError(f"BCConfig.env.base_policy={self.env.base_policy!r}: behaviour cloning learns the demos' "
+                             "actions, not a residual; drop --base-policy")
         if not Path(self.demos).exists():
             raise ValueError(f"BCConfig.demos: no such folder {self.demos}")
 
@@ -170,8 +172,8 @@ def train_bc(config: BCConfig, say: Any = print) -> tuple[RunDir, EvalResult | N
     episodes = load_demos(config.demos, task=None if config.env.env_factory else config.env.task)
     if not episodes:
         raise ValueError(f"train-bc: {config.demos} holds no demo episodes")
-    env = make_env_from_config(dataclasses.replace(config.env, base_policy=None, base_noise=0.0))
-    space = gym.spaces.Dict({k: v for k, v in env.observation_space.spaces.items() if k != BASE_ACTION})
+    env = make_env_from_config(config.env)
+    space = env.observation_space
     obs, targets, masks = chunk_targets(episodes, config.chunk)
     if set(obs) != set(space.spaces):
         raise ValueError(f"train-bc: the demos' observation keys {sorted(obs)} are not the env's "
