@@ -21,9 +21,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import gymnasium as gym
 import numpy as np
+
+FieldKind = Literal["point", "vector", "axial", "rot6d", "quaternion", "scalar", "fixed"]
+"""How a field moves when the workspace is mirrored, rotated or translated in the table plane (symmetry
+augmentation, ``robot_rl.data.symmetry``): ``point`` a position (3-D, or 2-D on the table plane); ``vector`` a
+free vector (linear velocity, force, a displacement between points, a translation step); ``axial`` a
+pseudovector (angular velocity, torque, an axis-angle rotation step: a reflection flips it the other way);
+``rot6d`` / ``quaternion`` an orientation; ``scalar`` unchanged by any of them (gripper opening, a height
+difference); ``fixed`` cannot be transformed (joint angles, anything undeclared): a group that would have to
+move it is refused."""
+FIELD_KINDS: tuple[str, ...] = get_args(FieldKind)
 
 
 @dataclass(frozen=True)
@@ -33,10 +44,16 @@ class Field:
     name: str
     size: int
     unit: str
+    kind: FieldKind = "fixed"
 
     def __post_init__(self) -> None:
         if self.size <= 0:
             raise ValueError(f"Field {self.name!r}: size must be > 0, got {self.size}")
+        if self.kind not in FIELD_KINDS:
+            raise ValueError(f"Field {self.name!r}: kind must be one of {FIELD_KINDS}, got {self.kind!r}")
+        sizes = {"point": (2, 3), "vector": (2, 3), "axial": (3,), "rot6d": (6,), "quaternion": (4,)}
+        if self.kind in sizes and self.size not in sizes[self.kind]:
+            raise ValueError(f"Field {self.name!r}: a {self.kind} field has size {sizes[self.kind]}, got {self.size}")
 
 
 class Layout:
@@ -66,29 +83,30 @@ class Layout:
 
     def describe(self) -> list[dict[str, object]]:
         return [
-            {"name": f.name, "start": self._slices[f.name].start, "size": f.size, "unit": f.unit}
+            {"name": f.name, "start": self._slices[f.name].start, "size": f.size, "unit": f.unit, "kind": f.kind}
             for f in self.fields
         ]
 
 
 STATE_LAYOUT = Layout(
     (
-        Field("tcp_pos", 3, "m, tool centre point in the robot base frame"),
-        Field("tcp_rot6d", 6, "first two columns of the TCP rotation matrix (base frame), row-major pairs"),
-        Field("tcp_linvel", 3, "m/s, base frame"),
-        Field("tcp_angvel", 3, "rad/s, base frame"),
-        Field("gripper_opening", 1, "0 = closed, 1 = fully open"),
-        Field("wrench_force", 3, "N, measured at the flange, base frame"),
-        Field("wrench_torque", 3, "N m, measured at the flange, base frame"),
+        Field("tcp_pos", 3, "m, tool centre point in the robot base frame", "point"),
+        Field("tcp_rot6d", 6, "first two columns of the TCP rotation matrix (base frame): R00 R10 R20 R01 R11 R21",
+              "rot6d"),
+        Field("tcp_linvel", 3, "m/s, base frame", "vector"),
+        Field("tcp_angvel", 3, "rad/s, base frame", "axial"),
+        Field("gripper_opening", 1, "0 = closed, 1 = fully open", "scalar"),
+        Field("wrench_force", 3, "N, measured at the flange, base frame", "vector"),
+        Field("wrench_torque", 3, "N m, measured at the flange, base frame", "axial"),
     )
 )
 STATE_DIM = STATE_LAYOUT.dim
 
 ACTION_LAYOUT = Layout(
     (
-        Field("translation", 3, "[-1, 1] x max_step_m per control step, base frame"),
-        Field("rotation", 3, "[-1, 1] x max_step_rad per control step, axis-angle, base frame"),
-        Field("gripper", 1, "latch: <= -0.5 close, >= 0.5 open, else keep"),
+        Field("translation", 3, "[-1, 1] x max_step_m per control step, base frame", "vector"),
+        Field("rotation", 3, "[-1, 1] x max_step_rad per control step, axis-angle, base frame", "axial"),
+        Field("gripper", 1, "latch: <= -0.5 close, >= 0.5 open, else keep", "scalar"),
     )
 )
 ACTION_DIM = ACTION_LAYOUT.dim

@@ -10,6 +10,7 @@ import tyro
 
 from robot_rl.agents.config import SACConfig
 from robot_rl.data.replay import ReplayConfig
+from robot_rl.data.symmetry import SymmetryConfig
 from robot_rl.teleop.base import TeleopName
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.env_factory import EnvConfig
@@ -89,6 +90,8 @@ class TrainConfig:
     """The scripted corrector (``--teleop scripted``)."""
     guide: GuideConfig = field(default_factory=GuideConfig)
     """Jump-start RL: a guide policy acts for the first h steps of each training episode (``--guide.policy``)."""
+    symmetry: SymmetryConfig = field(default_factory=SymmetryConfig)
+    """Symmetry augmentation by the task's declared group (``--symmetry.mode random|copies``)."""
 
     @classmethod
     def from_preset(cls, preset: str, **fields: object) -> TrainConfig:

@@ -6,8 +6,9 @@ the checkpoint (its format, its atomic write, resume). ``Trainer`` (``robot-rl t
 the loop) and ``Learner`` (``robot-rl learner``: transitions arrive over gRPC) are thin loops around it and
 differ only in where experience comes from and when they update, evaluate and checkpoint.
 
-Seams for extensions: ``SACAgent.batch_transform`` (symmetry augmentation) is passed in at construction;
-``sampler`` is anything with ``sample(batch_size, device) -> Batch`` (a device-resident replay can stand in).
+Seams for extensions: ``SACAgent.batch_transform`` (built here from ``TrainConfig.symmetry``) acts on every
+sampled batch; ``sampler`` is anything with ``sample(batch_size, device) -> Batch`` (a device-resident replay
+can stand in).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.hil import prepare_demo
 from robot_rl.training.record import demo_summary, record_scripted_demos
 from robot_rl.training.run_dir import RunDir, read_checkpoint
+from robot_rl.training.symmetry import symmetry_augmentation
 from robot_rl.utils.allocator import retain_freed_memory
 from robot_rl.utils.atomic import atomic_write
 from robot_rl.utils.config_io import from_jsonable
@@ -88,7 +90,6 @@ def start_process(config: TrainConfig) -> None:
 
 class LearnerCore:
     def __init__(self, config: TrainConfig, env: gym.Env, run_dir: RunDir,
-                 batch_transform: Callable[[Batch], Batch] | None = None,
                  say: Callable[[str], None] = print) -> None:
         """``env``: the run's env as the agent sees it (its spaces; a goal-conditioned env's ``compute_reward``
         for hindsight relabelling). ``say`` prints the runner's milestone lines."""
@@ -102,8 +103,9 @@ class LearnerCore:
                 f"with --agent.residual-scale {cfg.agent.residual_scale!r} (use --preset residual --base-policy BASE)")
         self.base = base_of(env)
         planned = max(0, cfg.total_env_steps - cfg.learning_starts) * cfg.agent.utd_ratio
+        self.symmetry = symmetry_augmentation(cfg, env, say)
         self.agent = SACAgent(cfg.agent, space, action_space, device=cfg.device, seed=cfg.seed,
-                              batch_transform=batch_transform, planned_updates=planned)
+                              batch_transform=self.symmetry, planned_updates=planned)
         say(self.agent.compile_note)
         action_dim = action_space.shape[0]
         goals = goal_rewards_for(cfg.replay, env, "--replay.hindsight")
@@ -154,6 +156,8 @@ class LearnerCore:
             self.say("compiling the update step (torch.compile, 20-40 s, once per process) ...")
         self._updated_in_process = True
         metrics = self.agent.update(sample or (lambda: self.sampler.sample(cfg.batch_size, cfg.device)))
+        if self.symmetry is not None:
+            metrics["symmetry_transformed"] = self.symmetry.last_transformed_fraction
         self.update_calls += 1
         self.updates += cfg.agent.utd_ratio
         if self.update_calls % TRAIN_LOG_EVERY == 0:

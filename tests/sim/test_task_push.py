@@ -4,57 +4,48 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-from robot_rl.envs.contract import ACTION_DIM, image_key
+from robot_rl.data.symmetry import Elements, LayoutTransform
+from robot_rl.envs.contract import ACTION_DIM, ACTION_LAYOUT, STATE_LAYOUT, Layout, image_key
 from robot_rl.envs.geometry import matrix_to_rot6d, rotvec_to_matrix
 from robot_rl.sim import make_env, make_expert
-from robot_rl.sim.env import ArmEnv
-from robot_rl.sim.tasks.push import (
-    ACTION_MIRROR_SIGN,
-    PRIVILEGED_MIRROR_SIGN,
-    STATE_MIRROR_SIGN,
-    Push,
-    PushConfig,
-)
+from robot_rl.sim.symmetry import transfer
+from robot_rl.sim.tasks.push import PRIVILEGED_LAYOUT, Push, PushConfig
 
 M = np.array([1.0, -1.0, 1.0])
-ARM_JOINT_SIGN = np.array(
-    [-1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0]
-)  # joints 1, 3, 5, 7 turn about in-plane axes
+MIRROR = Elements.mirror(90.0)
+ROT6D_SIGN = (1, -1, 1, -1, 1, -1)  # (R00, R10, R20, R01, R11, R21) of M R M with M = diag(1, -1, 1)
 
 
-def _mirror_quat(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1.0, 1.0, -1.0])  # (w, x, y, z) of M R M
+def _signs(layout: Layout, flips: dict[str, tuple[int, ...]]) -> np.ndarray:
+    sign = np.ones(layout.dim, np.float32)
+    for name, pattern in flips.items():
+        sign[layout.slice(name)] = pattern
+    return sign
 
 
-def _mirror_into(src: ArmEnv, dst: ArmEnv) -> None:
-    """Write the y-mirror image of ``src``'s full state (physics + env target/latch) into ``dst``."""
-    s, d = src.scene, dst.scene
-    d.data.qpos[:], d.data.qvel[:] = s.data.qpos, s.data.qvel
-    qa, qv = s.arm_qpos_adr, s.arm_dof_adr
-    arm = s.data.qpos[qa] * ARM_JOINT_SIGN
-    arm[6] = np.pi / 2 - s.data.qpos[qa[6]]  # the hand sits at -45 deg on link 7: mirror about +45 deg
-    d.data.qpos[qa], d.data.qvel[qv] = arm, s.data.qvel[qv] * ARM_JOINT_SIGN
-    j = s.model.joint("block_joint").id
-    a, v = s.model.jnt_qposadr[j], s.model.jnt_dofadr[j]
-    d.data.qpos[a : a + 3], d.data.qpos[a + 3 : a + 7] = (
-        M * s.data.qpos[a : a + 3],
-        _mirror_quat(s.data.qpos[a + 3 : a + 7]),
-    )
-    d.data.qvel[v : v + 3], d.data.qvel[v + 3 : v + 6] = (
-        M * s.data.qvel[v : v + 3],
-        -M * s.data.qvel[v + 3 : v + 6],
-    )
-    d.data.mocap_pos[:] = s.data.mocap_pos * M
-    d.data.mocap_quat[:] = [_mirror_quat(q) for q in s.data.mocap_quat]
-    d.data.ctrl[:] = s.data.ctrl
-    s.data.qacc_warmstart[:] = d.data.qacc_warmstart[:] = 0.0
-    # The env's own state: impedance target, gripper latch, F/T tare (private, but this test is about them).
-    dst._target_pos, dst._target_mat = M * src._target_pos, np.diag(M) @ src._target_mat @ np.diag(M)
-    dst._gripper_open = src._gripper_open
-    d._wrench_bias = s._wrench_bias * np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
-    s.forward()
-    d.forward()
+# Worked out by hand: positions, linear velocities and forces flip y; pseudovectors flip x and z.
+STATE_MIRROR_SIGN = _signs(STATE_LAYOUT, {"tcp_pos": (1, -1, 1), "tcp_rot6d": ROT6D_SIGN, "tcp_linvel": (1, -1, 1),
+                                          "tcp_angvel": (-1, 1, -1), "wrench_force": (1, -1, 1),
+                                          "wrench_torque": (-1, 1, -1)})
+ACTION_MIRROR_SIGN = _signs(ACTION_LAYOUT, {"translation": (1, -1, 1), "rotation": (-1, 1, -1)})
+PRIVILEGED_MIRROR_SIGN = _signs(Layout(PRIVILEGED_LAYOUT), {"block_pos": (1, -1, 1), "block_rot6d": ROT6D_SIGN,
+                                                            "goal_pos": (1, -1), "block_minus_tcp": (1, -1, 1),
+                                                            "goal_minus_block": (1, -1)})
+
+
+def _mirror_into(src, dst) -> None:
+    assert transfer(src, dst, MIRROR)
+
+
+def test_the_kind_rules_give_the_hand_worked_mirror_signs() -> None:
+    rng = np.random.default_rng(0)
+    for layout, sign in ((STATE_LAYOUT, STATE_MIRROR_SIGN), (ACTION_LAYOUT, ACTION_MIRROR_SIGN),
+                         (Layout(PRIVILEGED_LAYOUT), PRIVILEGED_MIRROR_SIGN)):
+        values = torch.as_tensor(rng.normal(size=(1, layout.dim)))
+        moved = LayoutTransform(layout, "test")(values, MIRROR)
+        np.testing.assert_allclose(moved.numpy(), values.numpy() * sign, atol=1e-6)
 
 
 def test_sign_vectors_mirror_rotations() -> None:
@@ -70,9 +61,6 @@ def test_sign_vectors_mirror_rotations() -> None:
             np.diag(M) @ rotvec_to_matrix(rv) @ np.diag(M),
             atol=1e-12,
         )
-    for sign in (STATE_MIRROR_SIGN, ACTION_MIRROR_SIGN, PRIVILEGED_MIRROR_SIGN):
-        assert set(np.unique(sign)) <= {-1.0, 1.0}
-    assert ACTION_MIRROR_SIGN.tolist() == [1, -1, 1, -1, 1, -1, 1]
 
 
 def test_reflected_state_gives_reflected_trajectory() -> None:

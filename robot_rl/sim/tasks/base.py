@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from robot_rl.data.symmetry import Mirror, Rotation, SymmetryGroup, TranslationGrid
 from robot_rl.envs.contract import ACTION_DIM, Field
 from robot_rl.envs.geometry import matrix_to_rotvec
 from robot_rl.sim.config import ArmEnvConfig
 
 if TYPE_CHECKING:
     from robot_rl.sim.scene import ArmScene
+
+
+BASE_AXIS_SYMMETRY = SymmetryGroup(mirror=Mirror(), rotation=Rotation(max_deg=30.0))
+"""The mirror about the arm's vertical plane (y = 0) and rotations about its base axis: exact for the arm's
+kinematic chain, so they hold wherever the task's own scene and start distribution have them."""
+TABLETOP_SYMMETRY = dataclasses.replace(BASE_AXIS_SYMMETRY, translation=TranslationGrid(cells=3, width_m=0.1))
+"""``BASE_AXIS_SYMMETRY`` and a 3 x 3 grid of planar translations up to 3.3 cm, for tasks whose objects rest
+freely on the table: the impedance-controlled TCP moves alike a few cm away, but not in tight contact (an
+inserted peg), where the arm's configuration matters."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,9 @@ class TaskConfig:
     env: ArmEnvConfig = field(default_factory=ArmEnvConfig)
     reward_weights: dict[str, float] = field(default_factory=dict)
     """Weight per named shaping term (used when ``env.dense_reward``); unknown names are an error."""
+    symmetry: SymmetryGroup = field(default_factory=SymmetryGroup)
+    """Mirrors, rotations and translations of the workspace under which the task's dynamics, reward and
+    success are unchanged (``robot-rl check-symmetry`` measures it); none declared: no augmentation."""
 
 
 class Task(ABC):

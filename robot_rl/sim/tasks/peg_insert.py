@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robot_rl.data.symmetry import SymmetryGroup
 from robot_rl.envs.contract import Field
 from robot_rl.envs.geometry import matrix_to_quat, matrix_to_rot6d
 from robot_rl.sim.arm import FINGER_MAX_OPENING_M
 from robot_rl.sim.config import SIM_ARM_SAFETY, ArmEnvConfig
 from robot_rl.sim.scene import ArmScene
 from robot_rl.sim.tasks.base import (
+    BASE_AXIS_SYMMETRY,
     Expert,
     Task,
     TaskConfig,
@@ -41,6 +43,8 @@ FINE_STEPS = dataclasses.replace(SIM_ARM_SAFETY, max_step_m=0.01)
 class PegInsertConfig(TaskConfig):
     env: ArmEnvConfig = field(default_factory=lambda: ArmEnvConfig(safety=FINE_STEPS, max_episode_steps=100))
     reward_weights: dict[str, float] = field(default_factory=lambda: {"reach": 0.2, "insert": 0.5})
+    symmetry: SymmetryGroup = BASE_AXIS_SYMMETRY
+    """Not translations: with the peg in the hole the arm's configuration matters (robot-rl check-symmetry)."""
     peg_half_width_m: float = 0.0125
     """Half the side of the peg's square cross-section (m)."""
     peg_half_length_m: float = 0.04
@@ -95,10 +99,10 @@ class PegInsertConfig(TaskConfig):
 class PegInsert(Task):
     name = "peg_insert"
     privileged_layout = (
-        Field("peg_pos", 3, "m, base frame, peg centre"),
-        Field("peg_rot6d", 6, "first two columns of the peg's rotation matrix (z = long axis), base frame"),
-        Field("hole_pos", 3, "m, base frame, centre of the hole's opening at rim height"),
-        Field("peg_bottom_minus_hole", 3, "m, base frame"),
+        Field("peg_pos", 3, "m, base frame, peg centre", "point"),
+        Field("peg_rot6d", 6, "first two columns of the peg's rotation matrix (z = long axis), base frame", "rot6d"),
+        Field("hole_pos", 3, "m, base frame, centre of the hole's opening at rim height", "point"),
+        Field("peg_bottom_minus_hole", 3, "m, base frame", "vector"),
     )
     config: PegInsertConfig
 

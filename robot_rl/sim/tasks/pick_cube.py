@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robot_rl.data.symmetry import SymmetryGroup
 from robot_rl.envs.contract import Field
 from robot_rl.envs.geometry import matrix_to_rot6d
 from robot_rl.sim.config import ArmEnvConfig
 from robot_rl.sim.scene import ArmScene
 from robot_rl.sim.tasks.base import (
+    TABLETOP_SYMMETRY,
     Expert,
     Task,
     TaskConfig,
@@ -35,6 +37,7 @@ class PickCubeConfig(TaskConfig):
     reward_weights: dict[str, float] = field(
         default_factory=lambda: {"reach": 0.1, "grasp": 0.25, "lift": 0.5}
     )
+    symmetry: SymmetryGroup = TABLETOP_SYMMETRY
     cube_half_size_m: float = 0.0225
     """Half the cube's side (m): a 4.5 cm cube."""
     cube_mass_kg: float = 0.08
@@ -70,9 +73,9 @@ class PickCubeConfig(TaskConfig):
 class PickCube(Task):
     name = "pick_cube"
     privileged_layout = (
-        Field("cube_pos", 3, "m, base frame"),
-        Field("cube_rot6d", 6, "first two columns of the cube's rotation matrix, base frame"),
-        Field("cube_minus_tcp", 3, "m, base frame"),
+        Field("cube_pos", 3, "m, base frame", "point"),
+        Field("cube_rot6d", 6, "first two columns of the cube's rotation matrix, base frame", "rot6d"),
+        Field("cube_minus_tcp", 3, "m, base frame", "vector"),
     )
     config: PickCubeConfig
 

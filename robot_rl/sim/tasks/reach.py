@@ -6,16 +6,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robot_rl.data.symmetry import SymmetryGroup
 from robot_rl.envs.contract import Field
 from robot_rl.sim.config import ArmEnvConfig
 from robot_rl.sim.scene import ArmScene
-from robot_rl.sim.tasks.base import Expert, Task, TaskConfig, expert_action, move_toward
+from robot_rl.sim.tasks.base import TABLETOP_SYMMETRY, Expert, Task, TaskConfig, expert_action, move_toward
 
 
 @dataclass(frozen=True)
 class ReachConfig(TaskConfig):
     env: ArmEnvConfig = field(default_factory=lambda: ArmEnvConfig(max_episode_steps=40))
     reward_weights: dict[str, float] = field(default_factory=lambda: {"distance": 0.1})
+    symmetry: SymmetryGroup = TABLETOP_SYMMETRY
     goal_low: tuple[float, float, float] = (0.35, -0.2, 0.08)
     """Lower corner (m) of the box goals are sampled in."""
     goal_high: tuple[float, float, float] = (0.6, 0.2, 0.35)
@@ -32,7 +34,8 @@ class ReachConfig(TaskConfig):
 
 class Reach(Task):
     name = "reach"
-    privileged_layout = (Field("goal_pos", 3, "m, base frame"), Field("goal_minus_tcp", 3, "m, base frame"))
+    privileged_layout = (Field("goal_pos", 3, "m, base frame", "point"),
+                         Field("goal_minus_tcp", 3, "m, base frame", "vector"))
     config: ReachConfig
 
     def scene_xml(self) -> tuple[str, str]:
