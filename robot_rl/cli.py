@@ -218,7 +218,7 @@ def _record_demos(args: RecordDemosArgs) -> int:
 def parse(argv: list[str]) -> object:
     """The config of one ``robot-rl`` command line (no ``robot-rl`` itself); bare = the main job."""
     from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
-    from robot_rl.commands.symmetry import CheckSymmetryArgs
+    from robot_rl.commands.symmetry import CalibrateCameraArgs, CheckSymmetryArgs
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
     from robot_rl.training.bc import BCConfig
     from robot_rl.training.config import TrainConfig
@@ -238,6 +238,7 @@ def parse(argv: list[str]) -> object:
         | Annotated[TrainClassifierArgs, tyro.conf.subcommand("train-classifier")]
         | Annotated[CheckHardwareArgs, tyro.conf.subcommand("check-hardware")]
         | Annotated[CheckSymmetryArgs, tyro.conf.subcommand("check-symmetry")]
+        | Annotated[CalibrateCameraArgs, tyro.conf.subcommand("calibrate-camera")]
         | Annotated[BCConfig, tyro.conf.subcommand(
             "train-bc", description="Behaviour cloning with action chunking from demos (a base policy).")]
     )
@@ -259,7 +260,12 @@ def chosen_preset(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
-    from robot_rl.commands.symmetry import CheckSymmetryArgs, check_symmetry_command
+    from robot_rl.commands.symmetry import (
+        CalibrateCameraArgs,
+        CheckSymmetryArgs,
+        calibrate_camera_command,
+        check_symmetry_command,
+    )
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
     from robot_rl.training.bc import BCConfig
     from robot_rl.training.config import TrainConfig
@@ -280,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
             return _train_bc(chosen)
         if isinstance(chosen, CheckSymmetryArgs):
             return check_symmetry_command(chosen)
+        if isinstance(chosen, CalibrateCameraArgs):
+            return calibrate_camera_command(chosen)
         if isinstance(chosen, (RecordSuccessFailArgs, TrainClassifierArgs)):
             from robot_rl.commands.classifier import record_success_fail_command, train_classifier_command
 

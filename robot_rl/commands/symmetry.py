@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
 
 
 @dataclass(frozen=True)
@@ -14,12 +18,23 @@ class CheckSymmetryArgs:
     task: str = "reach"
     states: int = 200
     """Transformed steps to check."""
+    image_states: int = 10
+    """Transformed scenes whose warped camera images are compared with re-rendered ones (0: none)."""
     seed: int = 0
+
+
+@dataclass(frozen=True)
+class CalibrateCameraArgs:
+    """Fit a fixed camera's table-plane homography (what symmetry augmentation warps its images with) from
+    marked table points: a CSV with a header and one row per point, ``x_m,y_m,column_px,row_px`` (table point
+    in the robot base frame; its pixel in the camera's observation image, after crop and resize)."""
+
+    points: tyro.conf.Positional[Path]
 
 
 def check_symmetry_command(args: CheckSymmetryArgs) -> int:
     from robot_rl.sim import make_env
-    from robot_rl.sim.symmetry import Thresholds, check_symmetry
+    from robot_rl.sim.symmetry import Thresholds, check_image_warps, check_symmetry
     from robot_rl.training.env_factory import is_robot_rl_task
 
     if not is_robot_rl_task(args.task):
@@ -35,6 +50,29 @@ def check_symmetry_command(args: CheckSymmetryArgs) -> int:
     report = check_symmetry(env, twin, group, states=args.states, seed=args.seed)
     thresholds = Thresholds()
     print("\n".join(report.lines(thresholds)))
+    if args.image_states:
+        for w in check_image_warps(env, twin, group, states=args.image_states, seed=args.seed):
+            moved = [p for p in w.psnr_db if p < 100]  # identity draws compare an image with itself
+            if moved:
+                print(f"image warp {w.camera}: PSNR median {np.median(moved):.1f} dB, min {min(moved):.1f} dB over "
+                      f"{len(moved)} transformed scenes ({'table-plane' if w.camera != 'wrist' else 'all'} pixels, "
+                      f"{np.mean(w.table_share):.0%} of the image)")
     failures = report.failures(thresholds)
     print("holds" if not failures else "DOES NOT HOLD: " + "; ".join(failures))
     return 0 if not failures else 1
+
+
+def calibrate_camera_command(args: CalibrateCameraArgs) -> int:
+    from robot_rl.data.image_symmetry import fit_homography
+
+    try:
+        rows = np.loadtxt(args.points, delimiter=",", skiprows=1, ndmin=2)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"calibrate-camera: cannot read {args.points}: {err}") from err
+    if rows.shape[1] != 4:
+        raise ValueError(f"calibrate-camera: {args.points} needs 4 columns x_m,y_m,column_px,row_px, got "
+                         f"{rows.shape[1]}")
+    h, rmse = fit_homography(rows[:, :2], rows[:, 2:])
+    print(f"table homography from {len(rows)} points, RMS reprojection error {rmse:.2f} px:")
+    print("table_homography: [" + ", ".join("[" + ", ".join(f"{v:.6g}" for v in r) + "]" for r in h) + "]")
+    return 0

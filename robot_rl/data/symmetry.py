@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -155,10 +155,11 @@ class Elements:
     def to(self, device: torch.device | str) -> Elements:
         return Elements(self.theta.to(device), self.reflect.to(device), self.shift.to(device))
 
-    def where(self, keep: torch.Tensor) -> Elements:
-        """These elements where ``keep`` [B] is true, the identity elsewhere."""
-        return Elements(torch.where(keep, self.theta, 0.0), self.reflect & keep,
-                        torch.where(keep[:, None], self.shift, 0.0))
+    def where(self, keep: torch.Tensor, other: Elements | None = None) -> Elements:
+        """These elements where ``keep`` [B] is true, ``other`` (default: the identity) elsewhere."""
+        other = other or Elements.identity(len(self), self.theta.device)
+        return Elements(torch.where(keep, self.theta, other.theta), torch.where(keep, self.reflect, other.reflect),
+                        torch.where(keep[:, None], self.shift, other.shift))
 
 
 def _rotate_xy(g: Elements, xy: torch.Tensor) -> torch.Tensor:
@@ -286,19 +287,25 @@ class Workspace:
     xy_high: tuple[float, float]
 
 
+ImageTransform = Callable[[torch.Tensor, Elements], torch.Tensor]
+
+
 class SymmetryAugmentation:
     """The learner's ``batch_transform``: transforms part of each batch by the task's group.
 
-    ``layouts`` names the layout of each vector observation key (``state``, ``privileged``, ``base_action``);
-    any other non-image key, or an image key, is refused (image warps are not part of this transform).
+    ``layouts`` names the layout of each vector observation key (``state``, ``privileged``, ``base_action``),
+    ``images`` the transform of each image key (``robot_rl.data.image_symmetry.transform_images`` with the
+    camera's rule); any other key is refused. Images are transformed as they are sampled: the replay holds
+    each recorded frame once whatever the number of copies.
     """
 
     def __init__(self, group: SymmetryGroup, config: SymmetryConfig, layouts: Mapping[str, Layout],
-                 workspace: Workspace, seed: int = 0) -> None:
+                 workspace: Workspace, seed: int = 0, images: Mapping[str, ImageTransform] | None = None) -> None:
         if not group.declared:
             raise SymmetryError("the task declares no symmetry group")
         self.group, self.config, self.workspace = group, config, workspace
         self.obs = {key: LayoutTransform(layout, f"observation {key!r}") for key, layout in layouts.items()}
+        self.images = dict(images or {})
         self.action = LayoutTransform(ACTION_LAYOUT, "action")
         self.generator = torch.Generator().manual_seed(seed)
         self.last_transformed_fraction = 0.0
@@ -313,29 +320,35 @@ class SymmetryAugmentation:
         return torch.arange(n), torch.rand(n, generator=self.generator) < c.fraction
 
     def __call__(self, batch: Batch) -> Batch:
-        missing = set(batch.obs) - set(self.obs)
+        missing = set(batch.obs) - set(self.obs) - set(self.images)
         if missing:
             raise SymmetryError(f"observation keys {sorted(missing)} have no declared layout to transform")
         n, device = len(batch), batch.action.device
         source, move = self.rows(n)
         source, move = source.to(device), move.to(device)
         pick = lambda d: {k: v.index_select(0, source) for k, v in d.items()}  # noqa: E731
+        vectors = lambda d: {k: v for k, v in d.items() if k in self.obs}  # noqa: E731
         obs, next_obs, action = pick(batch.obs), pick(batch.next_obs), batch.action.index_select(0, source)
-        out_obs, out_next, out_action = dict(obs), dict(next_obs), action
+        out_obs, out_next, out_action = vectors(obs), vectors(next_obs), action
+        chosen = Elements.identity(n, device)
         done = ~move
         for _ in range(DRAWS):  # a row whose element leaves the workspace or action box draws again
             g = draw_elements(self.group, n, self.generator).to(device)
-            new_obs = {k: self.obs[k](v, g) for k, v in obs.items()}
-            new_next = {k: self.obs[k](v, g) for k, v in next_obs.items()}
+            new_obs = {k: self.obs[k](v, g) for k, v in vectors(obs).items()}
+            new_next = {k: self.obs[k](v, g) for k, v in vectors(next_obs).items()}
             new_action = self.action(action, g) if self.config.actions else action
             take = self._valid(new_obs, new_next, new_action) & ~done
-            out_obs = {k: _rows_where(take, new_obs[k], out_obs[k]) for k in obs}
-            out_next = {k: _rows_where(take, new_next[k], out_next[k]) for k in next_obs}
+            out_obs = {k: _rows_where(take, new_obs[k], out_obs[k]) for k in out_obs}
+            out_next = {k: _rows_where(take, new_next[k], out_next[k]) for k in out_next}
             out_action = _rows_where(take, new_action, out_action)
+            chosen = g.where(take, chosen)
             done |= take
             if bool(done.all()):
                 break
         self.last_transformed_fraction = float((done & move).float().mean())
+        for key, transform in self.images.items():
+            if key in obs:
+                out_obs[key], out_next[key] = transform(obs[key], chosen), transform(next_obs[key], chosen)
         return dataclasses.replace(
             batch, obs=out_obs, next_obs=out_next, action=out_action,
             reward=batch.reward.index_select(0, source),

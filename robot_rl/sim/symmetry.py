@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 import torch
 
+from robot_rl.data.image_symmetry import CameraRule
 from robot_rl.data.symmetry import (
     Elements,
     LayoutTransform,
@@ -287,3 +288,91 @@ def _inside(env: ArmEnv, obs: dict[str, np.ndarray], layouts: dict[str, Layout],
             return False
     return True
 
+
+
+# ------------------------------------------------------------------------------------------------ images
+def table_homography(scene, camera: str, height: int, width: int) -> np.ndarray:
+    """Table plane (z = 0, xy in m) -> continuous pixel coordinates of ``camera``'s image (row 0 at the top),
+    from the camera's pose and vertical field of view (MuJoCo's pinhole: x right, y up, looking along -z)."""
+    m = scene.model
+    cam = m.camera(camera).id
+    mujoco.mj_kinematics(m, scene.data)
+    mujoco.mj_camlight(m, scene.data)
+    pos, rot = scene.data.cam_xpos[cam], scene.data.cam_xmat[cam].reshape(3, 3)
+    f = 0.5 * height / np.tan(np.radians(m.cam_fovy[cam]) / 2)
+    plane_to_camera = rot.T @ np.column_stack([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], -pos])
+    intrinsics = np.array([[f, 0.0, -width / 2], [0.0, -f, -height / 2], [0.0, 0.0, -1.0]])
+    h = intrinsics @ plane_to_camera
+    return h / h[2, 2]
+
+
+def camera_rules(env: ArmEnv, height: int, width: int) -> dict[str, CameraRule]:
+    """The simulated cameras' rules: ``wrist`` rides on the hand in its plane of symmetry (a mirror flips its
+    view); every other camera is fixed in the world (its table homography from the model)."""
+    return {name: CameraRule("wrist", mirror="flip") if name == "wrist" else
+            CameraRule("fixed", tuple(map(tuple, table_homography(env.scene, name, height, width))))
+            for name in env.cfg.cameras}
+
+
+@dataclass
+class ImageReport:
+    camera: str
+    psnr_db: list[float] = field(default_factory=list)
+    table_share: list[float] = field(default_factory=list)
+    """Share of the image compared (table-plane pixels in both views; all pixels for a wrist camera)."""
+
+
+def check_image_warps(env: ArmEnv, twin: ArmEnv, group: SymmetryGroup, states: int = 20, seed: int = 0,
+                      size: int = 96) -> list[ImageReport]:
+    """The warped image of each camera against the image rendered in the transformed scene: PSNR over the
+    pixels that show the table in both (for the wrist camera, over the whole image)."""
+    from robot_rl.data.image_symmetry import transform_images
+    from robot_rl.sim.registry import make_expert
+
+    rng = np.random.default_rng(seed)
+    generator = torch.Generator().manual_seed(seed)
+    rules = camera_rules(env, size, size)
+    renderer = mujoco.Renderer(env.scene.model, size, size)
+    table = env.scene.model.geom("table").id
+    reports = {name: ImageReport(name) for name in rules}
+    privileged = env.task.privileged_layout if "privileged" in env.observation_space.spaces else ()
+    layouts = contract_layouts(privileged, base_action=False)
+    twin.reset(seed=seed + 10_000)
+    done = 0
+    while done < states:
+        obs, _ = env.reset(seed=int(rng.integers(1 << 30)))
+        expert = make_expert(env, noise_std=0.3, seed=done)
+        for _ in range(int(rng.integers(0, 15))):
+            obs, *_ = env.step(expert.act(env.scene))
+        g = _one(draw_elements(group, 1, generator), 0)
+        if not _inside(env, obs, layouts, g, workspace_of(env)) or not transfer(env, twin, g):
+            twin.reset(seed=seed + 10_000)
+            continue
+        for name, rule in rules.items():
+            image, seg = _render(renderer, env, name)
+            image_t, seg_t = _render(renderer, twin, name)
+            warped = transform_images(rule, torch.as_tensor(image)[None], g)[0].numpy()
+            if rule.mount == "fixed":
+                on_table = ((seg[..., 0] == table) & (seg[..., 1] == mujoco.mjtObj.mjOBJ_GEOM)).astype(np.uint8)
+                moved = transform_images(rule, torch.as_tensor(on_table[..., None] * 255)[None], g)[0, ..., 0]
+                mask = (moved.numpy() == 255) & (seg_t[..., 0] == table) & (seg_t[..., 1] == mujoco.mjtObj.mjOBJ_GEOM)
+            else:
+                mask = np.ones(image.shape[:2], bool)
+            if mask.sum() < 0.05 * mask.size:
+                continue
+            mse = float(((warped.astype(float) - image_t.astype(float)) ** 2)[mask].mean())
+            reports[name].psnr_db.append(10 * np.log10(255.0**2 / max(mse, 1e-10)))
+            reports[name].table_share.append(float(mask.mean()))
+        done += 1
+    renderer.close()
+    return list(reports.values())
+
+
+def _render(renderer: mujoco.Renderer, env: ArmEnv, camera: str) -> tuple[np.ndarray, np.ndarray]:
+    renderer.update_scene(env.scene.data, camera=camera)
+    image = renderer.render().copy()
+    renderer.enable_segmentation_rendering()
+    renderer.update_scene(env.scene.data, camera=camera)
+    seg = renderer.render().copy()
+    renderer.disable_segmentation_rendering()
+    return image, seg

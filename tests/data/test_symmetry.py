@@ -207,3 +207,75 @@ def test_unknown_observation_keys_are_refused() -> None:
         aug(batch)
     with pytest.raises(SymmetryError, match="declares no symmetry group"):
         SymmetryAugmentation(SymmetryGroup(), SymmetryConfig(mode="random"), {"state": STATE_LAYOUT}, WIDE)
+
+
+# ------------------------------------------------------------------------------------------------ images
+def test_warp_by_a_pixel_shift_equals_a_shift_with_edges_repeated() -> None:
+    from robot_rl.data.image_symmetry import warp_images
+
+    images = torch.randint(0, 255, (2, 16, 20, 3), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    identity = torch.eye(3, dtype=torch.float64).expand(2, 3, 3)
+    assert torch.equal(warp_images(images, identity), images)
+    shift = identity.clone()
+    shift[:, 0, 2] = 3.0  # output pixel p samples p + 3 columns
+    expected = images[:, :, [min(c + 3, 19) for c in range(20)]]
+    assert torch.equal(warp_images(images, shift), expected)
+
+
+def test_a_fitted_homography_reprojects_the_marked_points() -> None:
+    from robot_rl.data.image_symmetry import fit_homography
+
+    truth = np.array([[120.0, -15.0, 40.0], [8.0, -110.0, 70.0], [0.05, 0.02, 1.0]])
+    rng = np.random.default_rng(0)
+    table = rng.uniform([0.3, -0.3], [0.7, 0.3], (8, 2))
+    projected = np.hstack([table, np.ones((8, 1))]) @ truth.T
+    pixels = projected[:, :2] / projected[:, 2:]
+    h, rmse = fit_homography(table, pixels)
+    np.testing.assert_allclose(h, truth / truth[2, 2], rtol=1e-6)
+    assert rmse < 1e-6
+    _, noisy = fit_homography(table, pixels + rng.normal(0, 0.5, pixels.shape))
+    assert 0.1 < noisy < 1.0
+    with pytest.raises(ValueError, match=">= 4 pairs"):
+        fit_homography(table[:3], pixels[:3])
+    with pytest.raises(ValueError, match="degenerate"):
+        line = np.column_stack([np.linspace(0.3, 0.7, 5), np.zeros(5)])
+        fit_homography(line, line * 100)
+
+
+def test_images_are_warped_as_sampled_and_the_replay_keeps_one_copy() -> None:
+    from functools import partial
+
+    from robot_rl.data.image_symmetry import CameraRule, transform_images
+    from robot_rl.data.replay import ReplayBuffer, ReplayConfig
+    from robot_rl.envs.contract import CameraSpec, ContractSpec
+
+    spec = ContractSpec(cameras=(CameraSpec("front", 16, 16), CameraSpec("wrist", 16, 16)))
+    replay = ReplayBuffer(spec.observation_space(), ACTION_DIM, ReplayConfig(capacity=64), seed=0)
+    rng = np.random.default_rng(0)
+    obs = lambda: {"state": np.concatenate([[0.5, 0.05, 0.2], np.zeros(STATE_DIM - 3)]).astype(np.float32),  # noqa: E731
+                   "images/front": rng.integers(0, 255, (16, 16, 3), dtype=np.uint8),
+                   "images/wrist": rng.integers(0, 255, (16, 16, 3), dtype=np.uint8)}
+    current = obs()
+    for i in range(40):
+        following = obs()
+        replay.add(current, np.zeros(ACTION_DIM, np.float32), 0.0, following, False, i == 39)
+        current = following
+    stored = replay.nbytes
+    # the camera looks down the x axis: image column u = 8 - 10 y, so a y-mirror is a left-right flip
+    rules = {"images/front": CameraRule("fixed", ((0.0, -10.0, 8.0), (10.0, 0.0, 3.0), (0.0, 0.0, 1.0))),
+             "images/wrist": CameraRule("wrist", mirror="flip")}
+    for copies in (1, 7):
+        aug = SymmetryAugmentation(MIRROR_ONLY, SymmetryConfig(mode="copies", copies=copies),
+                                   {"state": STATE_LAYOUT}, WIDE, seed=5,
+                                   images={k: partial(transform_images, r) for k, r in rules.items()})
+        batch = replay.sample(32)
+        out = aug(batch)
+        assert out.obs["images/front"].shape == batch.obs["images/front"].shape  # the batch keeps its size
+        src = torch.arange(32) - torch.arange(32) % (copies + 1)
+        mirrored = out.obs["state"][:, 1] != batch.obs["state"][src, 1]
+        assert 0 < mirrored.sum() < 32
+        for key in rules:  # a mirror of this camera is a left-right flip (it maps y -> -y: column c -> 15 - c)
+            recorded = batch.obs[key][src]
+            expected = torch.where(mirrored.view(-1, 1, 1, 1), recorded.flip(2), recorded)
+            assert torch.equal(out.obs[key], expected), key
+        assert replay.nbytes == stored

@@ -95,7 +95,7 @@ def test_a_mirror_group_is_declared_in_config_terms() -> None:
     assert default_config("peg_insert").symmetry.translation is None  # the peg in its hole: no translations
 
 
-def test_a_run_with_symmetry_logs_the_transformed_share_and_resumes_with_it(tmp_path) -> None:  # noqa: ANN001
+def test_a_run_with_symmetry_logs_the_transformed_share_and_resumes_with_it(tmp_path) -> None:
     from robot_rl.agents.config import SACConfig
     from robot_rl.training.loop import Trainer
     from robot_rl.training.run_dir import RunDir
@@ -115,7 +115,86 @@ def test_a_run_with_symmetry_logs_the_transformed_share_and_resumes_with_it(tmp_
 def test_check_symmetry_command(capsys: pytest.CaptureFixture[str]) -> None:
     from robot_rl.cli import main
 
-    assert main(["check-symmetry", "--task", "reach", "--states", "20"]) == 0
+    assert main(["check-symmetry", "--task", "push", "--states", "20", "--image-states", "3"]) == 0
     out = capsys.readouterr().out
-    assert "state.tcp_pos" in out and out.rstrip().endswith("holds")
+    assert "state.tcp_pos" in out and "image warp front: PSNR" in out and out.rstrip().endswith("holds")
     assert main(["check-symmetry", "--task", "Pendulum-v1"]) == 2
+
+
+def test_calibrate_camera_fits_the_simulated_front_camera(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Points marked in the simulated camera's image give back the homography of the model's camera."""
+    from robot_rl.cli import main
+    from robot_rl.sim.symmetry import table_homography
+
+    env = make_env("push")
+    env.reset(seed=0)
+    truth = table_homography(env.scene, "front", 128, 128)
+    table = np.array([[0.35, -0.2], [0.35, 0.2], [0.65, -0.2], [0.65, 0.2], [0.5, 0.0], [0.45, 0.1]])
+    pixels = np.hstack([table, np.ones((6, 1))]) @ truth.T
+    pixels = pixels[:, :2] / pixels[:, 2:]
+    csv = tmp_path / "points.csv"
+    csv.write_text("x_m,y_m,column_px,row_px\n" + "\n".join(",".join(f"{v:.6f}" for v in [*t, *p])
+                                                            for t, p in zip(table, pixels)))
+    assert main(["calibrate-camera", str(csv)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("table_homography: "))
+    fitted = np.array(eval(line.partition(": ")[2]))
+    np.testing.assert_allclose(fitted, truth, rtol=1e-3, atol=1e-3)
+    assert "RMS reprojection error 0.00 px" in out
+    csv.write_text("x_m,y_m\n0.1,0.2\n")
+    assert main(["calibrate-camera", str(csv)]) == 2
+
+
+# ------------------------------------------------------------------------------------------------ images
+def test_the_table_homography_projects_a_resting_cube_into_its_silhouette() -> None:
+    import mujoco
+
+    from robot_rl.sim.symmetry import table_homography
+
+    env = make_env("pick_cube", obs_mode="pixels", image_size=64)
+    cube = env.scene.model.body("cube").id
+    for seed in range(3):
+        env.reset(seed=seed)
+        h = table_homography(env.scene, "front", 64, 64)
+        x, y, _ = env.scene.body_pos(cube)
+        u, v, w = h @ np.array([x, y, 1.0])
+        renderer = mujoco.Renderer(env.scene.model, 64, 64)
+        renderer.enable_segmentation_rendering()
+        renderer.update_scene(env.scene.data, camera="front")
+        seg = renderer.render()
+        renderer.close()
+        on_cube = (seg[..., 1] == mujoco.mjtObj.mjOBJ_GEOM) & (env.scene.model.geom_bodyid[seg[..., 0]] == cube)
+        rows, cols = np.nonzero(on_cube)
+        assert cols.min() <= u / w <= cols.max() + 1 and rows.min() <= v / w <= rows.max() + 1, (seed, u / w, v / w)
+
+
+def test_mirrored_images_match_the_re_rendered_mirrored_scene() -> None:
+    from robot_rl.sim.symmetry import check_image_warps
+
+    reports = check_image_warps(make_env("push"), make_env("push"), SymmetryGroup(mirror=Mirror()), states=6, size=64)
+    for r in reports:
+        mirrored = [p for p in r.psnr_db if p < 100]  # identity draws compare an image with itself
+        assert mirrored and min(mirrored) > 35.0, (r.camera, r.psnr_db)
+
+
+def test_a_pixel_run_warps_its_cameras(capsys: pytest.CaptureFixture[str]) -> None:
+    from robot_rl.data.replay import ReplayBuffer, ReplayConfig
+
+    env = make_env("push", obs_mode="pixels", image_size=64)
+    config = TrainConfig(env=EnvConfig(task="push", obs="pixels", image_size=64),
+                         symmetry=SymmetryConfig(mode="random", fraction=1.0))
+    said: list[str] = []
+    aug = symmetry_augmentation(config, env, say=said.append)
+    assert aug is not None and set(aug.images) == {"images/front", "images/wrist"}
+    assert said[1].startswith("image warps against re-rendered views") and "front" in said[1]
+    replay = ReplayBuffer(env.observation_space, 7, ReplayConfig(capacity=64), seed=0)
+    obs, _ = env.reset(seed=0)
+    for _ in range(6):
+        nxt, reward, terminated, truncated, _ = env.step(np.zeros(7, np.float32))
+        replay.add(obs, np.zeros(7, np.float32), reward, nxt, terminated, truncated)
+        obs = nxt
+    batch = replay.sample(16)
+    out = aug(batch)
+    flipped = out.obs["state"][:, 1] != batch.obs["state"][:, 1]  # mirrored rows (y of the TCP flips)
+    assert flipped.any()
+    assert not torch.equal(out.obs["images/front"][flipped], batch.obs["images/front"][flipped])
