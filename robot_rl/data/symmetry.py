@@ -128,13 +128,17 @@ class Elements:
         return Elements(torch.zeros(n), torch.zeros(n, dtype=torch.bool), shift.float())
 
     def matrix(self) -> torch.Tensor:
-        """The linear parts ``A`` [B, 3, 3]."""
+        """The linear parts ``A`` [B, 3, 3] (computed once: elements are not changed in place)."""
+        cached = self.__dict__.get("_matrix")
+        if cached is not None:
+            return cached
         c, s = torch.cos(self.theta), torch.sin(self.theta)
         flip = torch.where(self.reflect, -1.0, 1.0).to(c.dtype)
         a = torch.zeros(len(self), 3, 3, dtype=c.dtype, device=c.device)
         a[:, 0, 0], a[:, 0, 1] = c, -s * flip
         a[:, 1, 0], a[:, 1, 1] = s, c * flip
         a[:, 2, 2] = 1.0
+        self.__dict__["_matrix"] = a
         return a
 
     def det(self) -> torch.Tensor:
@@ -162,8 +166,13 @@ class Elements:
                         torch.where(keep[:, None], self.shift, other.shift))
 
 
+def _apply(a: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Row-wise ``a[b] @ v[b]`` for [B, k, k] and [B, k]."""
+    return (a @ v.unsqueeze(-1)).squeeze(-1)
+
+
 def _rotate_xy(g: Elements, xy: torch.Tensor) -> torch.Tensor:
-    return torch.einsum("bij,bj->bi", g.matrix()[:, :2, :2].to(xy.dtype), xy)
+    return _apply(g.matrix()[:, :2, :2].to(xy.dtype), xy)
 
 
 def _fixing(linear: Elements, point_xy: tuple[float, float]) -> Elements:
@@ -204,16 +213,16 @@ def transform_field(kind: str, values: torch.Tensor, g: Elements) -> torch.Tenso
     a = g.matrix().to(values.dtype)
     size = values.shape[1]
     if kind in ("point", "vector"):
-        out = torch.einsum("bij,bj->bi", a[:, :size, :size], values)
+        out = _apply(a[:, :size, :size], values)
         if kind == "vector":
             return out
         shift = torch.cat([g.shift, torch.zeros_like(g.shift[:, :1])], 1).to(values.dtype)
         return out + shift[:, :size]
     if kind == "axial":
-        return g.det().to(values.dtype)[:, None] * torch.einsum("bij,bj->bi", a, values)
+        return g.det().to(values.dtype)[:, None] * _apply(a, values)
     if kind == "rot6d":  # columns c1, c2 of R: A R D keeps c1 -> A c1 and turns c2 -> det(A) A c2
-        c1 = torch.einsum("bij,bj->bi", a, values[:, :3])
-        c2 = g.det().to(values.dtype)[:, None] * torch.einsum("bij,bj->bi", a, values[:, 3:])
+        c1 = _apply(a, values[:, :3])
+        c2 = g.det().to(values.dtype)[:, None] * _apply(a, values[:, 3:])
         return torch.cat([c1, c2], 1)
     if kind == "quaternion":  # (w, x, y, z): M R M is (w, -x, y, -z); then Rz(theta) on the left
         mirrored = torch.where(g.reflect[:, None], values * values.new_tensor([1.0, -1.0, 1.0, -1.0]), values)
@@ -327,30 +336,28 @@ class SymmetryAugmentation:
         source, move = self.rows(n)
         source, move = source.to(device), move.to(device)
         pick = lambda d: {k: v.index_select(0, source) for k, v in d.items()}  # noqa: E731
-        vectors = lambda d: {k: v for k, v in d.items() if k in self.obs}  # noqa: E731
         obs, next_obs, action = pick(batch.obs), pick(batch.next_obs), batch.action.index_select(0, source)
-        out_obs, out_next, out_action = vectors(obs), vectors(next_obs), action
-        chosen = Elements.identity(n, device)
-        done = ~move
-        for _ in range(DRAWS):  # a row whose element leaves the workspace or action box draws again
-            g = draw_elements(self.group, n, self.generator).to(device)
-            new_obs = {k: self.obs[k](v, g) for k, v in vectors(obs).items()}
-            new_next = {k: self.obs[k](v, g) for k, v in vectors(next_obs).items()}
-            new_action = self.action(action, g) if self.config.actions else action
-            take = self._valid(new_obs, new_next, new_action) & ~done
-            out_obs = {k: _rows_where(take, new_obs[k], out_obs[k]) for k in out_obs}
-            out_next = {k: _rows_where(take, new_next[k], out_next[k]) for k in out_next}
-            out_action = _rows_where(take, new_action, out_action)
-            chosen = g.where(take, chosen)
-            done |= take
-            if bool(done.all()):
-                break
-        self.last_transformed_fraction = float((done & move).float().mean())
+        # DRAWS candidate elements per row, all moved in one pass: candidate j of row i is row j * n + i
+        candidates = draw_elements(self.group, DRAWS * n, self.generator).to(device)
+        tile = lambda v: v.repeat(DRAWS, *[1] * (v.dim() - 1))  # noqa: E731
+        moved_obs = {k: self.obs[k](tile(v), candidates) for k, v in obs.items() if k in self.obs}
+        moved_next = {k: self.obs[k](tile(v), candidates) for k, v in next_obs.items() if k in self.obs}
+        moved_action = self.action(tile(action), candidates) if self.config.actions else tile(action)
+        valid = self._valid(moved_obs, moved_next, moved_action).view(DRAWS, n)
+        take = move & valid.any(0)  # rows that get an element; the others stay as recorded
+        first = valid.float().argmax(0)  # the first candidate that stays in the workspace and action box
+        chosen_row = first * n + torch.arange(n, device=device)
+        chosen = Elements(candidates.theta[chosen_row], candidates.reflect[chosen_row],
+                          candidates.shift[chosen_row]).where(take)
+        select = lambda moved, old: _rows_where(take, moved.index_select(0, chosen_row), old)  # noqa: E731
+        out_obs = {k: select(v, obs[k]) for k, v in moved_obs.items()}
+        out_next = {k: select(v, next_obs[k]) for k, v in moved_next.items()}
+        self.last_transformed_fraction = float(take.float().mean())
         for key, transform in self.images.items():
             if key in obs:
                 out_obs[key], out_next[key] = transform(obs[key], chosen), transform(next_obs[key], chosen)
         return dataclasses.replace(
-            batch, obs=out_obs, next_obs=out_next, action=out_action,
+            batch, obs=out_obs, next_obs=out_next, action=select(moved_action, action),
             reward=batch.reward.index_select(0, source),
             discount=batch.discount.index_select(0, source),
             extras={k: v.index_select(0, source) for k, v in batch.extras.items()},
