@@ -1,5 +1,5 @@
-"""The sample-efficiency tables of docs/benchmarks.md, built from the raw results in ``bench/results/learning/``
-and ``bench/results/residual/``.
+"""The sample-efficiency tables of docs/benchmarks.md, built from the raw results in ``bench/results/learning/``,
+``bench/results/residual/`` and ``bench/results/symmetry/``.
 
     python bench/report.py                    # every task and threshold measured
     python bench/report.py --task reach
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 from _recipe import RESULTS, median_steps
@@ -64,36 +65,51 @@ def render(key: tuple[str, str, float], methods: dict[str, dict[int, dict]]) -> 
     return lines
 
 
-def residual_tables(task: str | None) -> list[str]:
-    """Per task: each residual-benchmark method (a residual's scale in its name) with its seeds' base success,
-    steps to 80% / 90% and final success (lower 95% bound), the newest result of each seed."""
+def steps_tables(benchmark: str, task: str | None, label: Callable[[str, dict], str],
+                 caption: Callable[[str, dict], str]) -> list[str]:
+    """Per task of ``bench/results/<benchmark>/``: each method (``label(method, doc)``) with its seeds' steps to
+    80% / 90% and final success (with its lower 95% bound where recorded), the newest result of each seed."""
     rows: dict = defaultdict(lambda: defaultdict(dict))
-    for path in sorted((RESULTS / "residual").glob("*.json")):
+    for path in sorted((RESULTS / benchmark).glob("*.json")):
         doc = json.loads(path.read_text())
         if task is not None and doc["task"] != task:
             continue
         for method, runs in doc["results"].items():
-            label = {"residual": f"residual, scale {doc['residual_scale']}",
-                     "jsrl": f"JSRL, {doc.get('guide_schedule', 'curriculum')} h"}.get(method, "RLPD, same demos")
             for run in runs:
-                rows[doc["task"]][label][run["seed"]] = run | {"budget": doc["budget"], "provenance": doc["provenance"]}
+                rows[doc["task"]][label(method, doc)][run["seed"]] = run | {"budget": doc["budget"],
+                                                                            "provenance": doc["provenance"]}
     lines: list[str] = []
     for name in sorted(rows):
-        bases = {s: r["base_success"] for runs in rows[name].values() for s, r in runs.items()}
-        lines += [f"**{name}** over a BC base (base success per seed: "
-                  f"{', '.join(f'{bases[s]:.0%}' for s in sorted(bases))}):", "",
-                  "| method | steps to 80% | steps to 90% | final success (95% CI low) | date | commit |",
+        lines += [caption(name, rows[name]), "",
+                  "| method | steps to 80% | steps to 90% | final success | date | commit |",
                   "|---|---|---|---|---|---|"]
-        for label, seeds in rows[name].items():
+        for method, seeds in rows[name].items():
             runs = [seeds[s] for s in sorted(seeds)]
-            finals = ", ".join(f"{r['final_success']:.0%} ({r['final_ci_low']:.0%})" for r in runs)
+            finals = ", ".join(f"{r['final_success']:.0%}" + (f" ({r['final_ci_low']:.0%})" if "final_ci_low" in r
+                                                              else "") for r in runs)
             when = ", ".join(sorted({r["provenance"]["date"] for r in runs}))
             commits = ", ".join(sorted({r["provenance"]["commit"] for r in runs}))
             to80, to90 = (", ".join(str(r[k]) if r[k] else f">{r['budget']}" for r in runs)
                           for k in ("steps_to_80", "steps_to_90"))
-            lines.append(f"| {label} | {to80} | {to90} | {finals} | {when} | {commits} |")
+            lines.append(f"| {method} | {to80} | {to90} | {finals} | {when} | {commits} |")
         lines.append("")
     return lines
+
+
+def residual_caption(task: str, methods: dict) -> str:
+    bases = {s: r["base_success"] for runs in methods.values() for s, r in runs.items()}
+    return f"**{task}** over a BC base (base success per seed: {', '.join(f'{bases[s]:.0%}' for s in sorted(bases))}):"
+
+
+def residual_label(method: str, doc: dict) -> str:
+    return {"residual": f"residual, scale {doc['residual_scale']}",
+            "jsrl": f"JSRL, {doc.get('guide_schedule', 'curriculum')} h"}.get(method, "RLPD, same demos")
+
+
+def symmetry_label(method: str, doc: dict) -> str:
+    mode = f"{doc['mode']}" + (f", {doc['copies']} copies" if doc["mode"] == "copies" else f", {doc['fraction']:.0%}")
+    return {"none": "no augmentation", "symmetry": f"symmetry ({mode})",
+            "states_only": f"states moved, actions not ({mode})"}[method]
 
 
 def main() -> None:
@@ -105,7 +121,9 @@ def main() -> None:
         raise SystemExit(f"no results under {RESULTS / 'learning'}")
     for key in sorted(tables):
         print("\n".join(render(key, tables[key])) + "\n")
-    print("\n".join(residual_tables(args.task)))
+    print("\n".join(steps_tables("residual", args.task, residual_label, residual_caption)))
+    print("\n".join(steps_tables("symmetry", args.task, symmetry_label,
+                                 lambda task, _: f"**{task}** with and without its symmetry group:")))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from _recipe import add_recipe_args, recipe_config, results_name, run_stamp, ste
 
 from robot_rl.data.symmetry import SymmetryConfig
 from robot_rl.training.env_factory import EnvConfig, make_env_from_config
+from robot_rl.training.evaluate import wilson_interval
 from robot_rl.training.loop import Trainer
 from robot_rl.training.record import record_scripted_demos
 from robot_rl.training.run_dir import RunDir
@@ -57,8 +58,10 @@ def main() -> None:
             Trainer(cfg).run()
             steps, success = RunDir(cfg.run_dir).read_metrics("eval", "success_rate")
             curve = list(zip(steps.tolist(), success.tolist()))
+            final = curve[-1][1]
             row = {"seed": seed, "curve": curve, "steps_to_80": steps_to(curve, 0.8),
-                   "steps_to_90": steps_to(curve, 0.9), "final_success": curve[-1][1],
+                   "steps_to_90": steps_to(curve, 0.9), "final_success": final,
+                   "final_ci_low": wilson_interval(round(final * args.eval_episodes), args.eval_episodes)[0],
                    "wall_s": round(time.time() - start)}
             results.setdefault(method, []).append(row)
             print(method, json.dumps(row), flush=True)

@@ -46,6 +46,7 @@ SMALL = {
     "record-success-fail": "--episodes 4",
     "train-classifier": "--classifier.steps 20 --classifier.torch-threads 1",
     "train-bc": "--steps 50 --eval-episodes 1 --torch-threads 1",
+    "check-symmetry": "--states 30 --image-states 2",
 }
 """Flags appended to each ``robot-rl <command>`` of a guide."""
 
