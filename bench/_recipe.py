@@ -88,6 +88,33 @@ def recipe_config(args: argparse.Namespace, seed: int, **overrides) -> TrainConf
     return TrainConfig(**(fields | overrides))
 
 
+def threshold_row(seed: int, run_dir: Path, eval_episodes: int, started: float, **more: object) -> dict:
+    """One run's evaluation curve, steps to 80% / 90%, final success with its lower 95% bound, wall time."""
+    from robot_rl.training.evaluate import wilson_interval
+    from robot_rl.training.run_dir import RunDir
+
+    steps, success = RunDir(run_dir).read_metrics("eval", "success_rate")
+    curve = list(zip(steps.tolist(), success.tolist()))
+    final = curve[-1][1]
+    return {"seed": seed, "curve": curve, **more, "steps_to_80": steps_to(curve, 0.8),
+            "steps_to_90": steps_to(curve, 0.9), "final_success": final,
+            "final_ci_low": wilson_interval(round(final * eval_episodes), eval_episodes)[0],
+            "wall_s": round(time.time() - started)}
+
+
+def print_threshold_table(results: dict[str, list[dict]], budget: int, base: bool = False) -> None:
+    """A markdown table of ``threshold_row`` rows per method (with each seed's base success if ``base``)."""
+    never = f">{budget}"
+    print("\n| method | seed |" + (" base |" if base else "") + " steps to 80% | steps to 90% | final (95% CI low) "
+          "| wall time |")
+    print("|---|---|" + ("---:|" if base else "") + "---:|---:|---:|---:|")
+    for method, rows in results.items():
+        for r in rows:
+            print(f"| {method} | {r['seed']} |" + (f" {r['base_success']:.0%} |" if base else "")
+                  + f" {r['steps_to_80'] or never} | {r['steps_to_90'] or never} | {r['final_success']:.0%} "
+                  f"({r['final_ci_low']:.0%}) | {r['wall_s']} s |")
+
+
 def steps_to(curve: list[tuple[int, float]], threshold: float) -> int | None:
     """Env steps of the first evaluation at or above ``threshold`` (None: never)."""
     return next((step for step, success in curve if success >= threshold - 1e-9), None)

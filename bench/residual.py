@@ -22,16 +22,22 @@ import json
 import time
 from pathlib import Path
 
-from _recipe import add_recipe_args, recipe_config, results_name, run_stamp, steps_to, write_results
+from _recipe import (
+    add_recipe_args,
+    print_threshold_table,
+    recipe_config,
+    results_name,
+    run_stamp,
+    threshold_row,
+    write_results,
+)
 
 from robot_rl.training.bc import BCConfig, train_bc
 from robot_rl.training.config import PRESETS
 from robot_rl.training.env_factory import EnvConfig, make_env_from_config
-from robot_rl.training.evaluate import wilson_interval
 from robot_rl.training.guide import GuideConfig
 from robot_rl.training.loop import Trainer
 from robot_rl.training.record import record_scripted_demos
-from robot_rl.training.run_dir import RunDir
 
 
 def weak_base(args: argparse.Namespace, seed: int, out: Path) -> tuple[Path, Path, float]:
@@ -82,27 +88,14 @@ def main() -> None:
                 cfg = dataclasses.replace(cfg, guide=GuideConfig(policy=str(bc), schedule=args.guide_schedule))
             start = time.time()
             Trainer(cfg).run()
-            steps, success = RunDir(cfg.run_dir).read_metrics("eval", "success_rate")
-            curve = list(zip(steps.tolist(), success.tolist()))
-            final = curve[-1][1]
-            low = wilson_interval(round(final * args.eval_episodes), args.eval_episodes)[0]
-            row = {"seed": seed, "curve": curve, "base_success": base_success, "steps_to_80": steps_to(curve, 0.8),
-                   "steps_to_90": steps_to(curve, 0.9), "final_success": final, "final_ci_low": low,
-                   "wall_s": round(time.time() - start)}
+            row = threshold_row(seed, cfg.run_dir, args.eval_episodes, start, base_success=base_success)
             results.setdefault(method, []).append(row)
             print(method, json.dumps(row), flush=True)
 
     saved = write_results("residual", results_name(stamp, args, "state", *args.methods),
                           vars(args) | {"results": results, "base_success": bases})
     print(f"results: {saved}")
-    never = f">{args.budget}"
-    print("\n| method | seed | base | steps to 80% | steps to 90% | final (95% CI low) | wall time |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for method, rows in results.items():
-        for r in rows:
-            print(f"| {method} | {r['seed']} | {r['base_success']:.0%} | {r['steps_to_80'] or never} | "
-                  f"{r['steps_to_90'] or never} | {r['final_success']:.0%} ({r['final_ci_low']:.0%}) | "
-                  f"{r['wall_s']} s |")
+    print_threshold_table(results, args.budget, base=True)
 
 
 if __name__ == "__main__":

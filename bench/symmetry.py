@@ -19,14 +19,20 @@ import json
 import time
 from pathlib import Path
 
-from _recipe import add_recipe_args, recipe_config, results_name, run_stamp, steps_to, write_results
+from _recipe import (
+    add_recipe_args,
+    print_threshold_table,
+    recipe_config,
+    results_name,
+    run_stamp,
+    threshold_row,
+    write_results,
+)
 
 from robot_rl.data.symmetry import SymmetryConfig
 from robot_rl.training.env_factory import EnvConfig, make_env_from_config
-from robot_rl.training.evaluate import wilson_interval
 from robot_rl.training.loop import Trainer
 from robot_rl.training.record import record_scripted_demos
-from robot_rl.training.run_dir import RunDir
 
 METHODS = ("none", "symmetry", "states_only")
 
@@ -56,26 +62,14 @@ def main() -> None:
                                       symmetry=symmetry)
             start = time.time()
             Trainer(cfg).run()
-            steps, success = RunDir(cfg.run_dir).read_metrics("eval", "success_rate")
-            curve = list(zip(steps.tolist(), success.tolist()))
-            final = curve[-1][1]
-            row = {"seed": seed, "curve": curve, "steps_to_80": steps_to(curve, 0.8),
-                   "steps_to_90": steps_to(curve, 0.9), "final_success": final,
-                   "final_ci_low": wilson_interval(round(final * args.eval_episodes), args.eval_episodes)[0],
-                   "wall_s": round(time.time() - start)}
+            row = threshold_row(seed, cfg.run_dir, args.eval_episodes, start)
             results.setdefault(method, []).append(row)
             print(method, json.dumps(row), flush=True)
 
     saved = write_results("symmetry", results_name(stamp, args, "state", args.mode, *args.methods),
                           vars(args) | {"results": results})
     print(f"results: {saved}")
-    never = f">{args.budget}"
-    print("\n| method | seed | steps to 80% | steps to 90% | final | wall time |")
-    print("|---|---|---:|---:|---:|---:|")
-    for method, rows in results.items():
-        for r in rows:
-            print(f"| {method} | {r['seed']} | {r['steps_to_80'] or never} | {r['steps_to_90'] or never} | "
-                  f"{r['final_success']:.0%} | {r['wall_s']} s |")
+    print_threshold_table(results, args.budget)
 
 
 if __name__ == "__main__":
