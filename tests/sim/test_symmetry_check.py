@@ -121,6 +121,14 @@ def test_check_symmetry_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check-symmetry", "--task", "Pendulum-v1"]) == 2
 
 
+def test_the_learner_takes_the_same_symmetry_flags() -> None:
+    """``robot-rl learner`` (what the ROS 2 launch files start with ``learner_args``) nests the train config."""
+    from robot_rl.cli import parse
+
+    learner = parse(["learner", "--train.symmetry.mode", "copies", "--train.symmetry.copies", "5"])
+    assert learner.train.symmetry == SymmetryConfig(mode="copies", copies=5)
+
+
 def test_calibrate_camera_fits_the_simulated_front_camera(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     """Points marked in the simulated camera's image give back the homography of the model's camera."""
     from robot_rl.cli import main
