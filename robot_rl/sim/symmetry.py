@@ -30,6 +30,7 @@ from robot_rl.envs.contract import ACTION_DIM, ACTION_LAYOUT, Layout
 from robot_rl.envs.geometry import matrix_to_rotvec
 from robot_rl.sim.arm import JOINT_LIMITS
 from robot_rl.sim.env import ArmEnv
+from robot_rl.sim.scene import ArmScene
 
 ARM_MIRROR_SIGN = np.array([-1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
 """Joints 1, 3, 5 and 7 turn about axes in the arm's plane of symmetry; a y-mirror negates them."""
@@ -59,8 +60,8 @@ def _move_mat(mat: np.ndarray, g: Elements) -> np.ndarray:
 
 
 def transfer(src: ArmEnv, dst: ArmEnv, g: Elements) -> bool:
-    """Write ``g`` (one element) applied to ``src``'s state into ``dst``; False if the moved arm would leave
-    its joint limits (``dst`` is then unusable until reset)."""
+    """Write ``g`` (one element) applied to ``src``'s state into ``dst``; False if the arm cannot follow (a
+    joint limit, a TCP pose out of reach; ``dst`` is then unusable until reset)."""
     s, d = src.scene, dst.scene
     m = s.model
     s.data.qacc_warmstart[:] = 0.0  # both start the next step from the same solver state
@@ -111,21 +112,22 @@ def _move_arm(src: ArmEnv, dst: ArmEnv, g: Elements) -> bool:
     d.data.qpos[qa], d.data.qvel[qv] = q, qd
     if float(g.shift.abs().max()) > 1e-9:  # an axis other than the base's: solve for the moved TCP
         d.forward()
-        _solve_tcp(d, _move("point", s.tcp_pos(), g), _move_mat(s.tcp_mat(), g))
+        if _solve_tcp(d, _move("point", s.tcp_pos(), g), _move_mat(s.tcp_mat(), g)) > 1e-6:
+            return False  # out of the arm's reach
         linvel, angvel = s.tcp_velocity()
         _solve_tcp_velocity(d, _move("vector", linvel, g), _move("axial", angvel, g))
     q = d.data.qpos[qa]
     return bool(np.all(q >= JOINT_LIMITS[:, 0]) and np.all(q <= JOINT_LIMITS[:, 1]))
 
 
-def _tcp_jacobian(scene) -> np.ndarray:
+def _tcp_jacobian(scene: ArmScene) -> np.ndarray:
     jp, jr = np.zeros((3, scene.model.nv)), np.zeros((3, scene.model.nv))
     mujoco.mj_jacSite(scene.model, scene.data, jp, jr, scene.tcp_site)
     return np.vstack([jp, jr])[:, scene.arm_dof_adr]
 
 
-def _solve_tcp(scene, pos: np.ndarray, mat: np.ndarray, iterations: int = 100) -> None:
-    """Damped least squares on the 7 arm joints until the TCP is at (pos, mat)."""
+def _solve_tcp(scene: ArmScene, pos: np.ndarray, mat: np.ndarray, iterations: int = 100) -> float:
+    """Damped least squares on the 7 arm joints until the TCP is at (pos, mat); returns the pose error left."""
     for _ in range(iterations):
         err = np.concatenate([pos - scene.tcp_pos(), matrix_to_rotvec(mat @ scene.tcp_mat().T)])
         if np.linalg.norm(err) < 1e-10:
@@ -135,9 +137,10 @@ def _solve_tcp(scene, pos: np.ndarray, mat: np.ndarray, iterations: int = 100) -
         scene.data.qpos[scene.arm_qpos_adr] += step
         mujoco.mj_kinematics(scene.model, scene.data)
         mujoco.mj_comPos(scene.model, scene.data)
+    return float(np.linalg.norm(err))
 
 
-def _solve_tcp_velocity(scene, linvel: np.ndarray, angvel: np.ndarray) -> None:
+def _solve_tcp_velocity(scene: ArmScene, linvel: np.ndarray, angvel: np.ndarray) -> None:
     scene.forward()
     jac = _tcp_jacobian(scene)
     scene.data.qvel[scene.arm_dof_adr] = np.linalg.lstsq(jac, np.concatenate([linvel, angvel]), rcond=None)[0]
@@ -257,7 +260,7 @@ def check_symmetry(env: ArmEnv, twin: ArmEnv, group: SymmetryGroup, states: int 
                 skip("elements leaving the workspace or action box")
                 continue
             if not transfer(env, twin, g):
-                skip("elements past a joint limit")
+                skip("elements the arm cannot follow (joint limit, reach)")
                 twin.reset(seed=seed + 10_000)
                 continue
             obs_t, reward_t, *_, info_t = twin.step(moved_action)
@@ -291,7 +294,7 @@ def _inside(env: ArmEnv, obs: dict[str, np.ndarray], layouts: dict[str, Layout],
 
 
 # ------------------------------------------------------------------------------------------------ images
-def table_homography(scene, camera: str, height: int, width: int) -> np.ndarray:
+def table_homography(scene: ArmScene, camera: str, height: int, width: int) -> np.ndarray:
     """Table plane (z = 0, xy in m) -> continuous pixel coordinates of ``camera``'s image (row 0 at the top),
     from the camera's pose and vertical field of view (MuJoCo's pinhole: x right, y up, looking along -z)."""
     m = scene.model
