@@ -173,13 +173,15 @@ def wait_for(cond: Callable[[], Any], timeout_s: float, what: str, procs: Proces
 
 
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
+FOLLOW_SPEED_M_S, FOLLOW_SPEED_RAD_S = 0.5, 2.0
+"""How fast ``FakeDriver`` follows its targets: well inside the bridge's measured-speed plausibility limits."""
 
 
 class FakeDriver:
     """A driver stack on the probe node: publishes ``current_pose``, ``joint_states`` (reliable, like
     joint_state_broadcaster; ``joints`` and the sim arm's finger joints) and a zero ``wrench`` at ``rate_hz``
-    under ``namespace``; the pose can be set or made to follow the pose targets it receives (an ideal
-    controller). ``frame_id`` is the pose's frame; ``with_wrench = False`` stops the wrench."""
+    under ``namespace``; the pose can be set or made to follow the pose targets it receives (a controller
+    with bounded speed). ``frame_id`` is the pose's frame; ``with_wrench = False`` stops the wrench."""
 
     def __init__(self, probe: Probe, namespace: str, rate_hz: float = 100.0, joints: tuple[str, ...] = (),
                  follow: bool = False) -> None:
@@ -187,12 +189,15 @@ class FakeDriver:
         from geometry_msgs.msg import PoseStamped, WrenchStamped
         from sensor_msgs.msg import JointState
 
+        from robot_rl.envs.geometry import matrix_to_rotvec, rotvec_to_matrix
         from robot_rl.ros.messages import pose_from_msg, pose_msg
 
+        self.to_rotvec, self.from_rotvec = matrix_to_rotvec, rotvec_to_matrix
         self.np, self.pose_msg, self.JointState, self.WrenchStamped = np, pose_msg, JointState, WrenchStamped
         node = probe.node
         self.node, self.ns = node, namespace.rstrip("/")
-        self.position = np.array([0.5, 0.0, 0.3])
+        self.target: tuple | None = None
+        self._position = np.array([0.5, 0.0, 0.3])
         self.rotation = np.diag([1.0, -1.0, -1.0])
         self.joints = joints
         self.q = np.zeros(len(joints))
@@ -206,11 +211,41 @@ class FakeDriver:
             def on_target(msg: PoseStamped) -> None:
                 pose = pose_from_msg(msg)
                 if pose is not None:
-                    self.position, self.rotation = pose
+                    self.target = pose
             node.create_subscription(PoseStamped, f"{self.ns}/target_pose", on_target, 10)
-        node.create_timer(1.0 / rate_hz, self.publish)
+        self.period_s = 1.0 / rate_hz
+        self._last_publish_s: float | None = None
+        node.create_timer(self.period_s, self.publish)
+
+    @property
+    def position(self):
+        return self._position
+
+    @position.setter
+    def position(self, value) -> None:
+        """Placing the arm by hand (a test's reset, a garbage reading) ends the pursuit of the last target."""
+        self._position, self.target = value, None
+
+    def _track_target(self) -> None:
+        """Move toward the last target at a real controller's bounded speed: an arm never teleports, and a
+        teleport at the bridge's step cap reads as an implausible TCP jump once DDS delivery jitters."""
+        now = time.monotonic()
+        dt = self.period_s if self._last_publish_s is None else min(now - self._last_publish_s, 2 * self.period_s)
+        self._last_publish_s = now
+        if self.target is None:
+            return
+        np = self.np
+        to_go = self.target[0] - self._position
+        dist = float(np.linalg.norm(to_go))
+        self._position = self.target[0] if not dist > FOLLOW_SPEED_M_S * dt else \
+            self._position + to_go * (FOLLOW_SPEED_M_S * dt / dist)  # (a NaN position jumps to the target)
+        turn = self.to_rotvec(self.rotation.T @ self.target[1])
+        angle = float(np.linalg.norm(turn))
+        step = turn if angle <= FOLLOW_SPEED_RAD_S * dt else turn * (FOLLOW_SPEED_RAD_S * dt / angle)
+        self.rotation = self.rotation @ self.from_rotvec(step)
 
     def publish(self) -> None:
+        self._track_target()
         if not self.publishing:
             return
         stamp = self.node.get_clock().now().to_msg()
