@@ -218,6 +218,7 @@ def _record_demos(args: RecordDemosArgs) -> int:
 def parse(argv: list[str]) -> object:
     """The config of one ``robot-rl`` command line (no ``robot-rl`` itself); bare = the main job."""
     from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
+    from robot_rl.commands.sim_models import WriteSimModelsArgs
     from robot_rl.commands.symmetry import CalibrateCameraArgs, CheckSymmetryArgs
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
     from robot_rl.training.bc import BCConfig
@@ -239,6 +240,7 @@ def parse(argv: list[str]) -> object:
         | Annotated[CheckHardwareArgs, tyro.conf.subcommand("check-hardware")]
         | Annotated[CheckSymmetryArgs, tyro.conf.subcommand("check-symmetry")]
         | Annotated[CalibrateCameraArgs, tyro.conf.subcommand("calibrate-camera")]
+        | Annotated[WriteSimModelsArgs, tyro.conf.subcommand("write-sim-models")]
         | Annotated[BCConfig, tyro.conf.subcommand(
             "train-bc", description="Behaviour cloning with action chunking from demos (a base policy).")]
     )
@@ -260,6 +262,7 @@ def chosen_preset(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
+    from robot_rl.commands.sim_models import WriteSimModelsArgs, write_sim_models_command
     from robot_rl.commands.symmetry import (
         CalibrateCameraArgs,
         CheckSymmetryArgs,
@@ -288,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
             return check_symmetry_command(chosen)
         if isinstance(chosen, CalibrateCameraArgs):
             return calibrate_camera_command(chosen)
+        if isinstance(chosen, WriteSimModelsArgs):
+            return write_sim_models_command(chosen)
         if isinstance(chosen, (RecordSuccessFailArgs, TrainClassifierArgs)):
             from robot_rl.commands.classifier import record_success_fail_command, train_classifier_command
 

@@ -20,6 +20,7 @@ from robot_rl.envs.contract import (
 )
 from robot_rl.envs.geometry import matrix_to_rot6d
 from robot_rl.safety.gate import in_box, pose_step
+from robot_rl.sim.models import task_scene_xml
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.rendering import CameraRenderer
 from robot_rl.sim.scene import ArmScene
@@ -44,8 +45,7 @@ class ArmEnv(gym.Env):
         self.task = task
         self.cfg = cfg = task.config.env
         self.render_mode = render_mode
-        worldbody, assets = task.scene_xml()
-        self.scene = ArmScene(worldbody, assets, cfg.physics_dt_s, cfg.gains, cfg.menagerie_panda_dir)
+        self.scene = ArmScene(task_scene_xml(task))
         task.bind(self.scene)
         self.randomizer = DomainRandomizer(self.scene, cfg.randomization)
         self.contract = ContractSpec(

@@ -5,25 +5,15 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from robot_rl.sim.arm import FINGER_MAX_OPENING_M, HOME_QPOS, ImpedanceGains, build_scene_xml
-from robot_rl.sim.menagerie import add_menagerie_visuals
+from robot_rl.sim.arm import FINGER_MAX_OPENING_M, HOME_QPOS, build_scene_xml
 
 
 class ArmScene:
     """Owns ``model`` / ``data``; all positions in metres in the world frame (= robot base frame)."""
 
-    def __init__(
-        self,
-        task_worldbody: str = "",
-        task_assets: str = "",
-        timestep_s: float = 0.002,
-        gains: ImpedanceGains | None = None,
-        menagerie_panda_dir: str | None = None,
-    ) -> None:
-        xml = build_scene_xml(task_worldbody, task_assets, timestep_s, gains or ImpedanceGains())
-        if menagerie_panda_dir is not None:
-            xml = add_menagerie_visuals(xml, menagerie_panda_dir)
-        self.model = mujoco.MjModel.from_xml_string(xml)
+    def __init__(self, scene_xml: str | None = None) -> None:
+        """``scene_xml``: a full scene (``robot_rl.sim.models.task_scene_xml``); None: the arm on its table."""
+        self.model = mujoco.MjModel.from_xml_string(scene_xml if scene_xml is not None else build_scene_xml())
         self.data = mujoco.MjData(self.model)
         m = self.model
         self.tcp_site = m.site("tcp").id
