@@ -1,0 +1,245 @@
+"""The batched env against the CPU env and gymnasium's own vector env: same numbers, same API, its errors."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from robot_rl.envs.conformance import check_conformance
+from robot_rl.envs.contract import ACTION_DIM
+from robot_rl.sim import TASKS, make_env
+from robot_rl.sim.batched import BatchedEnvConfig, SingleWorldEnv, make_batched_env
+from robot_rl.sim.config import RandomizationConfig
+
+SHORT = {"max_episode_steps": 8}  # episodes end inside the tested horizon, so auto-reset is covered
+
+
+def actions(steps: int, n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-1.2, 1.2, (steps, n, ACTION_DIM)).astype(np.float32)
+
+
+def numpy_tree(value):
+    if isinstance(value, dict):
+        return {k: numpy_tree(v) for k, v in value.items()}
+    return value.numpy() if isinstance(value, torch.Tensor) else value
+
+
+def assert_same_obs(ours: dict, theirs: dict, rows=slice(None)) -> None:
+    assert set(ours) == set(theirs)
+    for key in theirs:
+        np.testing.assert_array_equal(ours[key].numpy()[rows], theirs[key][rows], err_msg=key)
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_task_steps_exactly_like_gymnasiums_vector_env_of_cpu_envs(task: str) -> None:
+    """Bit-identical obs, rewards, flags, infos and final observations over 20 steps with same-step resets."""
+    n, steps = 3, 20
+    ours = make_batched_env(task, BatchedEnvConfig(num_envs=n, num_threads=2), **SHORT)
+    peer = SyncVectorEnv([lambda: make_env(task, **SHORT)] * n, autoreset_mode=AutoresetMode.SAME_STEP)
+    assert ours.single_observation_space == peer.single_observation_space
+    assert ours.single_action_space == peer.single_action_space
+    assert ours.observation_space == peer.observation_space and ours.action_space == peer.action_space
+    assert ours.metadata["autoreset_mode"] == peer.metadata["autoreset_mode"]
+
+    obs, infos = ours.reset(seed=7)
+    peer_obs, peer_infos = peer.reset(seed=7)
+    assert_same_obs(obs, peer_obs)
+    np.testing.assert_array_equal(infos["is_success"].numpy(), peer_infos["is_success"])
+    resets = 0
+    for t, a in enumerate(actions(steps, n)):
+        obs, rewards, terminated, truncated, infos = ours.step(torch.from_numpy(a))
+        peer_obs, peer_rewards, peer_terminated, peer_truncated, peer_infos = peer.step(a)
+        assert_same_obs(obs, peer_obs)
+        np.testing.assert_array_equal(rewards.numpy(), peer_rewards.astype(np.float32), err_msg=f"step {t}")
+        np.testing.assert_array_equal(terminated.numpy(), peer_terminated)
+        np.testing.assert_array_equal(truncated.numpy(), peer_truncated)
+        for key in ("is_success", "safety_clipped", "intervention"):
+            np.testing.assert_array_equal(infos[key].numpy(), peer_infos[key], err_msg=f"step {t} {key}")
+        ended = peer_terminated | peer_truncated
+        assert ("final_obs" in infos) == bool(ended.any())
+        if ended.any():
+            resets += 1
+            np.testing.assert_array_equal(infos["_final_obs"].numpy(), ended)
+            for i in np.flatnonzero(ended):
+                assert_same_obs(
+                    {k: v[i : i + 1] for k, v in infos["final_obs"].items()},
+                    {k: v[None] for k, v in peer_infos["final_obs"][i].items()},
+                )
+                final_info = numpy_tree(infos["final_info"])
+                assert final_info["is_success"][i] == peer_infos["final_info"]["is_success"][i]
+                for name, value in peer_infos["final_info"]["reward_terms"].items():
+                    assert final_info["reward_terms"][name][i] == np.float32(value[i])
+            # Where no world ended the final observation is the returned one: the true next obs of every row.
+            assert_same_obs(
+                {k: v[~ended] for k, v in infos["final_obs"].items()}, {k: v[~ended] for k, v in peer_obs.items()}
+            )
+    assert resets >= 2
+    ours.close()
+    peer.close()
+
+
+def test_results_do_not_depend_on_the_number_of_threads() -> None:
+    runs = []
+    for threads in (1, 2, 4):
+        env = make_batched_env("pick_cube", BatchedEnvConfig(num_envs=5, num_threads=threads), **SHORT)
+        assert env.num_threads == threads
+        obs, _ = env.reset(seed=0)
+        trace = [obs["state"].clone()]
+        for a in actions(12, 5, seed=1):
+            obs, rewards, *_ = env.step(a)
+            trace += [obs["state"].clone(), rewards.clone()]
+        runs.append(trace)
+        env.close()
+    for other in runs[1:]:
+        assert all(torch.equal(x, y) for x, y in zip(runs[0], other, strict=True))
+
+
+def test_resetting_a_subset_leaves_the_other_worlds_bit_identical() -> None:
+    n = 4
+    env = make_batched_env("push", BatchedEnvConfig(num_envs=n, num_threads=2, autoreset=False))
+    reference = make_batched_env("push", BatchedEnvConfig(num_envs=n, num_threads=2, autoreset=False))
+    env.reset(seed=3)
+    reference.reset(seed=3)
+    plan = actions(10, n, seed=2)
+    for a in plan[:5]:
+        before, *_ = env.step(a)
+        reference.step(a)
+    mask = np.array([True, False, True, False])
+    obs, _ = env.reset(options={"reset_mask": mask})
+    assert_same_obs({k: v[~mask] for k, v in obs.items()}, {k: v.numpy()[~mask] for k, v in before.items()})
+    assert not torch.equal(obs["state"][mask], before["state"][mask])
+    for a in plan[5:]:
+        obs, *_ = env.step(a)
+        ref_obs, *_ = reference.step(a)
+        assert torch.equal(obs["state"][~mask], ref_obs["state"][~mask])
+        assert torch.equal(obs["privileged"][~mask], ref_obs["privileged"][~mask])
+    # A torch bool mask is taken too; a mask that selects nothing or has the wrong shape is refused.
+    env.reset(options={"reset_mask": torch.tensor([False, True, False, False])})
+    with pytest.raises(ValueError, match="selects no world"):
+        env.reset(options={"reset_mask": np.zeros(n, bool)})
+    with pytest.raises(ValueError, match=r"shape \(4,\)"):
+        env.reset(options={"reset_mask": np.ones(3, bool)})
+    env.close()
+    reference.close()
+
+
+def test_without_autoreset_an_ended_world_must_be_reset_before_stepping_on() -> None:
+    env = make_batched_env("reach", BatchedEnvConfig(num_envs=2, num_threads=1, autoreset=False), max_episode_steps=2)
+    env.reset(seed=0)
+    env.step(env.actions)
+    _, _, _, truncated, infos = env.step(env.actions)
+    assert truncated.all() and "final_obs" not in infos
+    with pytest.raises(RuntimeError, match=r"world\(s\) \[0, 1\] ended"):
+        env.step(env.actions)
+    env.reset(options={"reset_mask": np.array([True, True])})
+    env.step(env.actions)
+    env.close()
+
+
+def test_randomisation_is_drawn_per_world_inside_its_range() -> None:
+    randomization = RandomizationConfig(
+        friction_scale=(0.5, 1.5), mass_scale=(0.8, 1.2), joint_damping_scale=(0.9, 1.1), actuator_gain_scale=(0.7, 1.3)
+    )
+    n = 6
+    env = make_batched_env("pick_cube", BatchedEnvConfig(num_envs=n), randomization=randomization)
+    env.reset(seed=11)
+    scales = {name: [] for name in ("friction", "mass", "damping", "gain")}
+    for world in env.worlds:
+        model, dr = world.scene.model, world.randomizer
+        scales["friction"].append(model.geom_friction[:, 0] / dr.nominal_friction)
+        objects = dr.object_bodies
+        scales["mass"].append(model.body_mass[objects] / dr.nominal_mass[objects])
+        moving = dr.nominal_damping > 0
+        scales["damping"].append(model.dof_damping[moving] / dr.nominal_damping[moving])
+        ids = dr.impedance_actuators
+        scales["gain"].append(model.actuator_gainprm[ids, 0] / dr.nominal_gain[ids])
+    for name, (low, high) in zip(scales, ((0.5, 1.5), (0.8, 1.2), (0.9, 1.1), (0.7, 1.3)), strict=True):
+        values = np.array(scales[name])
+        assert np.all(values >= low - 1e-9) and np.all(values <= high + 1e-9), name
+        assert len(np.unique(values[:, 0].round(12))) == n, f"{name}: worlds drew the same scale"
+    env.close()
+
+
+def test_a_torch_write_to_the_action_tensor_is_what_the_next_step_executes() -> None:
+    n = 3
+    env = make_batched_env("reach", BatchedEnvConfig(num_envs=n, num_threads=2))
+    peer = make_batched_env("reach", BatchedEnvConfig(num_envs=n, num_threads=2))
+    env.reset(seed=5)
+    peer.reset(seed=5)
+    pointer = env.actions.data_ptr()
+    for a in actions(6, n, seed=4):
+        env.actions.copy_(torch.from_numpy(a))  # e.g. a policy writing its output in place
+        obs, *_ = env.step(env.actions)
+        peer_obs, *_ = peer.step(a.copy())
+        assert torch.equal(obs["state"], peer_obs["state"])
+        assert env.actions.data_ptr() == pointer
+        assert np.shares_memory(env.actions.numpy(), env._actions_np)
+    env.close()
+    peer.close()
+
+
+def test_copy_off_hands_out_the_envs_own_buffers() -> None:
+    env = make_batched_env("reach", BatchedEnvConfig(num_envs=2, copy=False))
+    first, _ = env.reset(seed=0)
+    second, *_ = env.step(env.actions)
+    assert first["state"].data_ptr() == second["state"].data_ptr()
+    fresh = make_batched_env("reach", BatchedEnvConfig(num_envs=2))
+    first, _ = fresh.reset(seed=0)
+    second, *_ = fresh.step(fresh.actions)
+    assert first["state"].data_ptr() != second["state"].data_ptr()
+    env.close()
+    fresh.close()
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_one_world_of_the_batched_env_passes_the_conformance_check(task: str) -> None:
+    world = SingleWorldEnv(make_batched_env(task, BatchedEnvConfig(num_envs=1, autoreset=False)))
+    check_conformance(world, steps=12)
+    world.close()
+
+
+def test_bad_actions_are_refused_naming_the_world_before_any_world_moves() -> None:
+    env = make_batched_env("reach", BatchedEnvConfig(num_envs=3))
+    env.reset(seed=0)
+    bad = np.zeros((3, ACTION_DIM), np.float32)
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"world\(s\) \[2\].*NaN"):
+        env.step(bad)
+    with pytest.raises(ValueError, match=r"expected shape \(3, 7\), got \(2, 7\)"):
+        env.step(np.zeros((2, ACTION_DIM), np.float32))
+    with pytest.raises(ValueError, match="2 seeds given for 3 worlds"):
+        env.reset(seed=[1, 2])
+    assert all(world._steps == 0 for world in env.worlds)
+    env.close()
+
+
+@pytest.mark.parametrize("num_envs", [0, -4, 2.5, True, "8"])
+def test_a_bad_number_of_worlds_is_refused_naming_it(num_envs) -> None:
+    with pytest.raises(ValueError, match=f"num_envs must be a positive integer, got {num_envs!r}"):
+        BatchedEnvConfig(num_envs=num_envs)
+
+
+def test_an_unknown_backend_is_refused_naming_it_and_the_available_ones() -> None:
+    with pytest.raises(ValueError, match=r"backend 'gpu' is unknown; available backends: \['mujoco-threads'\]"):
+        BatchedEnvConfig(backend="gpu")
+    with pytest.raises(ValueError, match=r"'warp' is unknown \(the MuJoCo Warp backend is not part"):
+        BatchedEnvConfig(backend="warp")
+    with pytest.raises(ValueError, match="num_threads must be a positive integer or None, got 0"):
+        BatchedEnvConfig(num_threads=0)
+
+
+def test_pixel_observations_are_refused_with_the_way_out() -> None:
+    with pytest.raises(ValueError, match=r"does not render cameras.*make_env"):
+        make_batched_env("reach", BatchedEnvConfig(num_envs=1), obs_mode="pixels", image_size=64)
+
+
+def test_gymnasiums_single_env_checker_accepts_one_world() -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    world = SingleWorldEnv(make_batched_env("reach", BatchedEnvConfig(num_envs=1, autoreset=False)))
+    check_env(world, skip_render_check=True)
+    assert isinstance(world.batched, gym.vector.VectorEnv)
+    world.close()
