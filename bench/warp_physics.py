@@ -1,6 +1,6 @@
 """Physics steps/s of MuJoCo Warp against MuJoCo C on the task models in ``sim/``, and how closely they agree.
 
-    pip install mujoco==4.0.0 mujoco-warp==4.0.0     # mujoco-warp must match mujoco exactly
+    pip install -r bench/gpu_requirements.txt      # mujoco-warp and the mujoco release it matches
     python bench/warp_physics.py [--tasks reach pick_cube] [--num-worlds 1 64 256 1024] [--device cpu]
 
 For each task the scene file is loaded with plain ``mujoco.MjModel.from_xml_path`` and started from a state
@@ -9,8 +9,9 @@ Reported, all in the same run:
 
 - MuJoCo C: ``mj_step`` on one thread (the peer);
 - MuJoCo Warp: ``mujoco_warp.step`` of ``--num-worlds`` copies of that state on Warp's ``--device``
-  (Warp's CPU device runs one thread; ``cuda`` where a GPU is present), as physics steps/s, env steps/s
-  (one env step is ``substeps`` physics steps) and the ratio to one MuJoCo C thread;
+  (Warp's CPU device runs one thread; ``cuda`` where a GPU is present, the step captured as a CUDA graph), as
+  physics steps/s, env steps/s (one env step is ``substeps`` physics steps) and the ratio to one MuJoCo C
+  thread;
 - parity: the largest ``|qpos|`` difference between one Warp world and MuJoCo C after ``--parity-steps``
   steps from the same state with the same controls;
 - the first step's time, which includes compiling Warp's kernels (cached on disk after the first run).
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
@@ -36,9 +38,8 @@ try:
     import warp as wp
 except ImportError as error:
     raise SystemExit(
-        f"bench/warp_physics.py needs MuJoCo Warp ({error}); install the release matching mujoco "
-        f"{mujoco.__version__}: pip install mujoco-warp=={mujoco.__version__} (if no such release exists, "
-        f"pip install mujoco==X mujoco-warp==X for a version X that has both)"
+        f"bench/warp_physics.py needs MuJoCo Warp ({error}); install it with the mujoco release it matches: "
+        f"pip install -r bench/gpu_requirements.txt"
     ) from None
 
 # Per-world buffer sizes for contacts and constraint rows (``put_data`` takes them per world, not in total).
@@ -71,6 +72,16 @@ def copy_of(model: mujoco.MjModel, data: mujoco.MjData) -> mujoco.MjData:
     return fresh
 
 
+def stepper(warp_model, data) -> Callable[[], None]:
+    """One physics step of every world: a captured CUDA graph on a GPU (one launch instead of hundreds of
+    kernel launches per step), plain ``mujoco_warp.step`` elsewhere."""
+    if wp.get_device().is_cuda:
+        with wp.ScopedCapture() as capture:
+            mjw.step(warp_model, data)
+        return lambda: wp.capture_launch(capture.graph)
+    return lambda: mjw.step(warp_model, data)
+
+
 def measure(task: str, num_worlds: list[int], parity_steps: int, device: str) -> dict:
     model, start, substeps = start_state(task)
     c_data = copy_of(model, start)
@@ -97,13 +108,15 @@ def measure(task: str, num_worlds: list[int], parity_steps: int, device: str) ->
         rows = []
         for worlds in num_worlds:
             batch = mjw.put_data(model, copy_of(model, start), nworld=worlds, nconmax=NCONMAX, njmax=NJMAX)
-            mjw.step(warp_model, batch)
+            mjw.step(warp_model, batch)  # loads the kernels before a graph captures them
             wp.synchronize()
-            steps = max(20, min(400, 40_000 // worlds))
-            began = time.perf_counter()
-            for _ in range(steps):
-                mjw.step(warp_model, batch)
-            wp.synchronize()
+            step = stepper(warp_model, batch)
+            steps, began = 0, time.perf_counter()
+            while steps < 20 or time.perf_counter() - began < 1.0:
+                for _ in range(10):
+                    step()
+                wp.synchronize()
+                steps += 10
             rate = worlds * steps / (time.perf_counter() - began)
             rows.append({"num_worlds": worlds, "physics_steps_per_s": rate, "vs_c_thread": rate / c_rate})
     return {

@@ -139,9 +139,11 @@ def test_status_and_echo_are_published(bridges) -> None:
     procs, probe, _, _ = bridges
     status = probe.collect(DiagnosticArray, "/pose/rl/status", EVENTS)
     echoes = probe.collect(JointState, "/pose/rl/executed_action", EVENTS)
-    send(probe, "pose", action(dx=5.0))
+    # -x: an earlier test may have left the target ahead of the arm along +x, where reference limiting would
+    # shorten a further +x step; a step back toward the arm is only clipped to the action range.
+    send(probe, "pose", action(dx=-5.0))
     wait_for(lambda: echoes and status, 5.0, "rl/executed_action and rl/status", procs)
     e = dict(zip(echoes[-1][1].name, echoes[-1][1].position))
-    assert e["dx"] == 1.0 and e["safety_clipped"] == 1.0 and e["refused"] == 0.0
+    assert e["dx"] == -1.0 and e["safety_clipped"] == 1.0 and e["refused"] == 0.0
     keys = {kv.key for kv in status[-1][1].status[0].values}
     assert {"clipped_action_range", "refused_nonfinite", "commands_sent", "estop_latched"} <= keys
