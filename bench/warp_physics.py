@@ -42,6 +42,8 @@ except ImportError as error:
         f"pip install -r bench/gpu_requirements.txt"
     ) from None
 
+wp.config.quiet = True  # one line per compiled kernel module otherwise; the first step's time says it all
+
 # Per-world buffer sizes for contacts and constraint rows (``put_data`` takes them per world, not in total).
 NCONMAX, NJMAX = 64, 512
 
