@@ -57,7 +57,7 @@ def single_env(task: str, env_steps: int, seed: int = 0) -> tuple[float, float]:
 
 
 def batched_env(task: str, num_envs: int, backend: str, threads: int | None, env_steps: int) -> dict:
-    env = make_batched_env(task, BatchedEnvConfig(num_envs, backend, threads, copy=False))
+    env = make_batched_env(task, BatchedEnvConfig(num_envs, backend, threads))
     env.reset(seed=0)
     steps = max(env_steps // num_envs, 10)
     rng = np.random.default_rng(0)
@@ -71,7 +71,7 @@ def batched_env(task: str, num_envs: int, backend: str, threads: int | None, env
     env.close()
     return {
         "num_envs": num_envs,
-        "threads": env.num_threads,
+        "threads": env.physics.num_threads,
         "steps_per_s": num_envs * steps / elapsed,
         "raw_threads_steps_per_s": raw,
     }
@@ -79,9 +79,10 @@ def batched_env(task: str, num_envs: int, backend: str, threads: int | None, env
 
 def raw_threads(env, steps: int) -> float:
     """Env steps/s of bare ``mj_step`` (the env's substeps per step) on the env's worlds and thread count."""
-    worlds = [(w.scene.model, w.scene.data) for w in env.worlds]
-    substeps = env.worlds[0].cfg.substeps
-    shares = np.array_split(np.arange(len(worlds)), env.num_threads)
+    physics = env.physics
+    worlds = [(w.scene.model, w.scene.data) for w in physics.worlds]
+    substeps = env.cfg.substeps
+    shares = np.array_split(np.arange(len(worlds)), physics.num_threads)
 
     def run(share: np.ndarray) -> None:
         for _ in range(steps):
@@ -89,7 +90,7 @@ def raw_threads(env, steps: int) -> float:
                 mujoco.mj_step(*worlds[i], nstep=substeps)
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(env.num_threads) as pool:
+    with ThreadPoolExecutor(physics.num_threads) as pool:
         list(pool.map(run, shares))
     return len(worlds) * steps / (time.perf_counter() - start)
 

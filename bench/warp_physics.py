@@ -42,7 +42,7 @@ except ImportError as error:
         f"pip install -r bench/gpu_requirements.txt"
     ) from None
 
-wp.config.quiet = True  # one line per compiled kernel module otherwise; the first step's time says it all
+wp.config.log_level = wp.LOG_WARNING  # else a line per kernel module loaded; the first step's time says it all
 
 # Per-world buffer sizes for contacts and constraint rows (``put_data`` takes them per world, not in total).
 NCONMAX, NJMAX = 64, 512

@@ -19,6 +19,9 @@ from robot_rl.safety.config import SafetyLimits
 
 Pose = tuple[np.ndarray, np.ndarray]
 _DOWN = np.array([0.0, 0.0, -1.0])
+TILT_ROUNDING_RAD = 1e-6
+"""``limit_tilt`` puts a rotation on the cone's edge up to rounding; the step limit's "would leave the cone"
+test allows this much, so float64 and float32 twins of the gate agree there."""
 
 
 def tool_tilt(mat: np.ndarray) -> float:
@@ -59,7 +62,7 @@ def step_toward(last: Pose, pos: np.ndarray, rot: np.ndarray, limits: SafetyLimi
         rot = rotvec_to_matrix(rv * (limits.max_rotation_step_rad / angle)) @ old_rot
         reasons.append("clipped_rotation_step")
     tilt = limits.max_tilt_rad
-    if tilt is not None and tool_tilt(rot) > tilt and tool_tilt(rot) > tool_tilt(old_rot):
+    if tilt is not None and tool_tilt(rot) > tilt + TILT_ROUNDING_RAD and tool_tilt(rot) > tool_tilt(old_rot):
         rot = old_rot  # the partial turn would leave the cone: keep the orientation this step
     return pos, rot
 

@@ -50,6 +50,17 @@ class ImpedanceGains:
                 raise ValueError(f"ImpedanceGains.{name} must be > 0, got {getattr(self, name)}")
 
 
+FRAME_AXES = ("xaxis", "yaxis", "zaxis")
+
+
+def frame_sensors(name: str, objtype: str, objname: str) -> str:
+    """Sensors ``<name>_pos`` and ``<name>_xaxis`` / ``_yaxis`` / ``_zaxis`` (the rotation matrix's columns) of a
+    frame: ``objtype`` "site", or "xbody" for a body's own frame (MJCF's "body" is its inertial frame)."""
+    kinds = [("pos", "framepos")] + [(axis, f"frame{axis}") for axis in FRAME_AXES]
+    return "".join(f'<{element} name="{name}_{kind}" objtype="{objtype}" objname="{objname}"/>'
+                   for kind, element in kinds)
+
+
 def _link(name: str, pos: str, quat: str, mass: float, inertia: str, com: str, geoms: str, inner: str) -> str:
     index = int(name[-1]) - 1
     lo, hi = JOINT_LIMITS[index]
@@ -170,8 +181,12 @@ def build_scene_xml(
     timestep_s: float = 0.002,
     gains: ImpedanceGains = ImpedanceGains(),
     front_camera_pos: tuple[float, float, float] = (1.25, 0.0, 0.75),
+    task_sensors: str = "",
 ) -> str:
-    """Full scene: arm + gripper + table + front camera + controller, with the task's bodies inserted."""
+    """Full scene: arm + gripper + table + front camera + controller, with the task's bodies and sensors
+    inserted. The sensors read everything an observation, reward or success needs (the TCP frame and its
+    velocity, the wrist wrench, the task's objects and contacts), so the batched backends observe a world
+    from one ``sensordata`` row."""
     kp_t, kp_r = gains.translational_stiffness, gains.rotational_stiffness
     # Damping from the effective Cartesian mass of a Panda near home (~3 kg translational, ~0.05 kg m^2).
     kd_t = 2.0 * gains.translational_damping_ratio * np.sqrt(kp_t * 3.0)
@@ -244,5 +259,9 @@ def build_scene_xml(
   <sensor>
     <force name="ft_force" site="ft_site"/>
     <torque name="ft_torque" site="ft_site"/>
+    {frame_sensors("tcp", "site", "tcp")}
+    <framelinvel name="tcp_linvel" objtype="site" objname="tcp"/>
+    <frameangvel name="tcp_angvel" objtype="site" objname="tcp"/>
+    {task_sensors}
   </sensor>
 </mujoco>"""

@@ -32,7 +32,7 @@ def task_scene_xml(task: Task) -> str:
     """The full scene of ``task`` at its config: what the CPU env compiles and ``sim/<task>.xml`` holds."""
     cfg = task.config.env
     worldbody, assets = task.scene_xml()
-    xml = build_scene_xml(worldbody, assets, cfg.physics_dt_s, cfg.gains)
+    xml = build_scene_xml(worldbody, assets, cfg.physics_dt_s, cfg.gains, task_sensors=task.sensor_xml())
     if cfg.menagerie_panda_dir is not None:
         xml = add_menagerie_visuals(xml, cfg.menagerie_panda_dir)
     return xml

@@ -27,10 +27,20 @@ def make_batched_env(
     """``batched.num_envs`` worlds of a registered task (its ``config``, with ``env_overrides`` applied as in
     ``make_env``), on ``batched.backend``."""
     batched = batched if batched is not None else BatchedEnvConfig()
-    from robot_rl.sim.batched.threads import ThreadedArmEnv  # the only backend in BACKENDS
+    template = make_env(task, config, **env_overrides)
+    if template.cfg.obs_mode != "state":
+        template.close()
+        raise ValueError(
+            f"obs_mode={template.cfg.obs_mode!r}: the batched backends do not render cameras; train pixel "
+            f"policies on the CPU env (robot_rl.sim.make_env) or use obs_mode='state'"
+        )
+    if not template.task.has_batched_terms():
+        template.close()
+        raise ValueError(f"{template.task._no_batched_terms()}; use robot_rl.sim.make_env")
+    from robot_rl.sim.batched.threads import ThreadsPhysics
 
-    worlds = [make_env(task, config, **env_overrides) for _ in range(batched.num_envs)]
-    return ThreadedArmEnv(worlds, batched)
+    worlds = [template] + [make_env(task, config, **env_overrides) for _ in range(batched.num_envs - 1)]
+    return BatchedArmEnv(ThreadsPhysics(worlds, batched.num_threads), autoreset=batched.autoreset)
 
 
 __all__ = ["BACKENDS", "BatchedArmEnv", "BatchedEnvConfig", "SingleWorldEnv", "make_batched_env"]

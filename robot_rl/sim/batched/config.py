@@ -18,9 +18,6 @@ class BatchedEnvConfig:
     autoreset: bool = True
     """Reset a world in the same step it ends (its last observation in ``infos["final_obs"]``). False: worlds
     that end wait for ``reset(options={"reset_mask": mask})``."""
-    copy: bool = True
-    """Return fresh tensors from reset/step; False returns the env's own buffers, overwritten by the next call
-    (no allocation per step, for trainers that consume each step before the next)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int) or self.num_envs < 1:

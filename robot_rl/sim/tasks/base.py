@@ -15,6 +15,9 @@ from robot_rl.envs.geometry import matrix_to_rotvec
 from robot_rl.sim.config import ArmEnvConfig
 
 if TYPE_CHECKING:
+    import torch
+
+    from robot_rl.sim.readings import WorldReadings
     from robot_rl.sim.scene import ArmScene
 
 
@@ -59,6 +62,11 @@ class Task(ABC):
         """(worldbody XML, asset XML) added to the arm scene."""
         return "", ""
 
+    def sensor_xml(self) -> str:
+        """Sensors added to the scene for what the batched terms read (``robot_rl.sim.arm.frame_sensors`` of
+        the task's objects, contact counts); the arm's own are always there."""
+        return ""
+
     def bind(self, scene: ArmScene) -> None:  # noqa: B027 - optional hook
         """Cache ids after the scene is compiled."""
 
@@ -86,6 +94,30 @@ class Task(ABC):
 
     @abstractmethod
     def is_success(self, scene: ArmScene) -> bool: ...
+
+    # --- batched twins: the MDP terms of N worlds at once (robot_rl.sim.batched), held to the ones above by
+    # tests/sim/test_batched_parity.py. A task without them runs on the CPU env only.
+    def batched_privileged(self, worlds: WorldReadings) -> torch.Tensor:
+        """(N, P) ``privileged`` of every world."""
+        if self.privileged_layout:
+            raise NotImplementedError(self._no_batched_terms())
+        return worlds.sensordata.new_zeros(worlds.sensordata.shape[0], 0)
+
+    def batched_reward_terms(self, worlds: WorldReadings) -> dict[str, torch.Tensor]:
+        """``reward_terms`` of every world, each (N,)."""
+        raise NotImplementedError(self._no_batched_terms())
+
+    def batched_success(self, worlds: WorldReadings) -> torch.Tensor:
+        """(N,) bool ``is_success`` of every world."""
+        raise NotImplementedError(self._no_batched_terms())
+
+    @classmethod
+    def has_batched_terms(cls) -> bool:
+        return cls.batched_success is not Task.batched_success
+
+    def _no_batched_terms(self) -> str:
+        return (f"task {self.name!r} has no batched terms (batched_privileged / batched_reward_terms / "
+                f"batched_success), so it runs on the CPU env only")
 
     def progress(self, scene: ArmScene) -> float:
         """How far along the task is, rising at a steady pace along the expert's plan: what a person watching

@@ -13,12 +13,15 @@ import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from robot_rl.data.symmetry import SymmetryGroup
 from robot_rl.envs.contract import Field
 from robot_rl.envs.geometry import matrix_to_quat, matrix_to_rot6d
-from robot_rl.sim.arm import FINGER_MAX_OPENING_M
+from robot_rl.envs.geometry_torch import matrix_to_rot6d as batched_rot6d
+from robot_rl.sim.arm import FINGER_MAX_OPENING_M, frame_sensors
 from robot_rl.sim.config import SIM_ARM_SAFETY, ArmEnvConfig
+from robot_rl.sim.readings import WorldReadings
 from robot_rl.sim.scene import ArmScene
 from robot_rl.sim.tasks.base import (
     BASE_AXIS_SYMMETRY,
@@ -127,6 +130,9 @@ class PegInsert(Task):
         )
         return body, ""
 
+    def sensor_xml(self) -> str:
+        return frame_sensors("peg", "xbody", "peg")
+
     def bind(self, scene: ArmScene) -> None:
         m = scene.model
         self.hole_mocap = m.body_mocapid[m.body("hole").id]
@@ -191,6 +197,34 @@ class PegInsert(Task):
     def is_success(self, scene: ArmScene) -> bool:
         bottom, hole = self.peg_bottom(scene), self.hole_pos(scene)
         return bool(hole[2] - bottom[2] >= self.config.insert_depth_m) and self._inside(bottom, hole)
+
+    # --- batched twins ----------------------------------------------------------------------------------
+    def _batched_geometry(self, worlds: WorldReadings) -> tuple[torch.Tensor, ...]:
+        """(peg centre, peg rotation, peg bottom, hole, inside) of every world."""
+        c = self.config
+        peg, mat = worlds.frame("peg")
+        long_axis = mat[:, :, 2]
+        down = torch.where(mat[:, 2:3, 2] < 0, long_axis, -long_axis)
+        bottom = peg + down * c.peg_half_length_m
+        hole = worlds.mocap_pos[:, self.hole_mocap].clone()
+        hole[:, 2] += c.hole_height_m
+        inside = ((bottom[:, :2] - hole[:, :2]).abs() <= c.hole_clearance_m + 1e-3).all(dim=-1)
+        return peg, mat, bottom, hole, inside
+
+    def batched_privileged(self, worlds: WorldReadings) -> torch.Tensor:
+        peg, mat, bottom, hole, _ = self._batched_geometry(worlds)
+        return torch.cat([peg, batched_rot6d(mat), hole, bottom - hole], dim=-1)
+
+    def batched_reward_terms(self, worlds: WorldReadings) -> dict[str, torch.Tensor]:
+        _, _, bottom, hole, inside = self._batched_geometry(worlds)
+        distance = torch.linalg.vector_norm(bottom - hole, dim=-1)
+        depth = ((hole[:, 2] - bottom[:, 2]) / self.config.insert_depth_m).clamp(0.0, 1.0)
+        inserted = torch.where(inside, depth, torch.zeros_like(depth))
+        return {"reach": 1.0 - torch.tanh(10.0 * distance), "insert": inserted}
+
+    def batched_success(self, worlds: WorldReadings) -> torch.Tensor:
+        _, _, bottom, hole, inside = self._batched_geometry(worlds)
+        return (hole[:, 2] - bottom[:, 2] >= self.config.insert_depth_m) & inside
 
 
 class PegInsertExpert(Expert):

@@ -9,11 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from robot_rl.data.symmetry import SymmetryGroup
 from robot_rl.envs.contract import Field
 from robot_rl.envs.geometry import matrix_to_rot6d
+from robot_rl.envs.geometry_torch import matrix_to_rot6d as batched_rot6d
+from robot_rl.sim.arm import frame_sensors
 from robot_rl.sim.config import ArmEnvConfig
+from robot_rl.sim.readings import WorldReadings
 from robot_rl.sim.scene import ArmScene
 from robot_rl.sim.tasks.base import (
     TABLETOP_SYMMETRY,
@@ -88,6 +92,12 @@ class PickCube(Task):
         )
         return body, ""
 
+    def sensor_xml(self) -> str:
+        return frame_sensors("cube", "xbody", "cube") + "".join(
+            f'<contact name="cube_{side}" geom1="cube" body2="{side}_finger" data="found"/>'
+            for side in ("left", "right")
+        )
+
     def bind(self, scene: ArmScene) -> None:
         m = scene.model
         self.cube_body = m.body("cube").id
@@ -146,6 +156,26 @@ class PickCube(Task):
 
     def is_success(self, scene: ArmScene) -> bool:
         return self.lift(scene) >= self.config.lift_height_m and self.held(scene)
+
+    # --- batched twins ----------------------------------------------------------------------------------
+    def batched_privileged(self, worlds: WorldReadings) -> torch.Tensor:
+        pos, mat = worlds.frame("cube")
+        return torch.cat([pos, batched_rot6d(mat), pos - worlds.tcp_pos], dim=-1)
+
+    def _batched_held_lift(self, worlds: WorldReadings) -> tuple[torch.Tensor, torch.Tensor]:
+        held = worlds.in_contact("cube_left") & worlds.in_contact("cube_right")
+        return held, worlds.sensor("cube_pos")[:, 2] - self.rest_z
+
+    def batched_reward_terms(self, worlds: WorldReadings) -> dict[str, torch.Tensor]:
+        held, lift = self._batched_held_lift(worlds)
+        distance = torch.linalg.vector_norm(worlds.sensor("cube_pos") - worlds.tcp_pos, dim=-1)
+        lifted = (lift / self.config.lift_height_m).clamp(0.0, 1.0)
+        return {"reach": 1.0 - torch.tanh(10.0 * distance), "grasp": held.to(distance.dtype),
+                "lift": torch.where(held, lifted, torch.zeros_like(lifted))}
+
+    def batched_success(self, worlds: WorldReadings) -> torch.Tensor:
+        held, lift = self._batched_held_lift(worlds)
+        return (lift >= self.config.lift_height_m) & held
 
 
 def fingers_touch(scene: ArmScene, geom: int, left: np.ndarray, right: np.ndarray) -> bool:

@@ -14,11 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from robot_rl.data.symmetry import SymmetryGroup
 from robot_rl.envs.contract import Field
 from robot_rl.envs.geometry import matrix_to_rot6d
+from robot_rl.envs.geometry_torch import matrix_to_rot6d as batched_rot6d
+from robot_rl.sim.arm import frame_sensors
 from robot_rl.sim.config import ArmEnvConfig
+from robot_rl.sim.readings import WorldReadings
 from robot_rl.sim.scene import ArmScene
 from robot_rl.sim.tasks.base import (
     BASE_AXIS_SYMMETRY,
@@ -107,6 +111,9 @@ class Push(Task):
         )
         return body, ""
 
+    def sensor_xml(self) -> str:
+        return frame_sensors("block", "xbody", "block")
+
     def bind(self, scene: ArmScene) -> None:
         m = scene.model
         self.block_body = m.body("block").id
@@ -157,6 +164,25 @@ class Push(Task):
 
     def is_success(self, scene: ArmScene) -> bool:
         return self.distance(scene) < self.config.goal_radius_m
+
+    # --- batched twins ----------------------------------------------------------------------------------
+    def _batched_block_goal(self, worlds: WorldReadings) -> tuple[torch.Tensor, torch.Tensor]:
+        return worlds.sensor("block_pos"), worlds.mocap_pos[:, self.goal_mocap, :2]
+
+    def batched_privileged(self, worlds: WorldReadings) -> torch.Tensor:
+        block, mat = worlds.frame("block")
+        goal = worlds.mocap_pos[:, self.goal_mocap, :2]
+        return torch.cat([block, batched_rot6d(mat), goal, block - worlds.tcp_pos, goal - block[:, :2]], dim=-1)
+
+    def batched_reward_terms(self, worlds: WorldReadings) -> dict[str, torch.Tensor]:
+        block, goal = self._batched_block_goal(worlds)
+        reach = torch.linalg.vector_norm(block - worlds.tcp_pos, dim=-1)
+        distance = torch.linalg.vector_norm(goal - block[:, :2], dim=-1)
+        return {"reach": 1.0 - torch.tanh(10.0 * reach), "push": 1.0 - torch.tanh(5.0 * distance)}
+
+    def batched_success(self, worlds: WorldReadings) -> torch.Tensor:
+        block, goal = self._batched_block_goal(worlds)
+        return torch.linalg.vector_norm(goal - block[:, :2], dim=-1) < self.config.goal_radius_m
 
 
 class PushExpert(Expert):

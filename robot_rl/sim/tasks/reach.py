@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from robot_rl.data.symmetry import SymmetryGroup
 from robot_rl.envs.contract import Field
 from robot_rl.sim.config import ArmEnvConfig
+from robot_rl.sim.readings import WorldReadings
 from robot_rl.sim.scene import ArmScene
 from robot_rl.sim.tasks.base import TABLETOP_SYMMETRY, Expert, Task, TaskConfig, expert_action, move_toward
 
@@ -67,6 +69,21 @@ class Reach(Task):
 
     def is_success(self, scene: ArmScene) -> bool:
         return bool(np.linalg.norm(self.goal(scene) - scene.tcp_pos()) < self.config.success_radius_m)
+
+    # --- batched twins ----------------------------------------------------------------------------------
+    def _goal_distance(self, worlds: WorldReadings) -> tuple[torch.Tensor, torch.Tensor]:
+        goal = worlds.mocap_pos[:, self.goal_mocap]
+        return goal, torch.linalg.vector_norm(goal - worlds.tcp_pos, dim=-1)
+
+    def batched_privileged(self, worlds: WorldReadings) -> torch.Tensor:
+        goal = worlds.mocap_pos[:, self.goal_mocap]
+        return torch.cat([goal, goal - worlds.tcp_pos], dim=-1)
+
+    def batched_reward_terms(self, worlds: WorldReadings) -> dict[str, torch.Tensor]:
+        return {"distance": 1.0 - torch.tanh(5.0 * self._goal_distance(worlds)[1])}
+
+    def batched_success(self, worlds: WorldReadings) -> torch.Tensor:
+        return self._goal_distance(worlds)[1] < self.config.success_radius_m
 
 
 class ReachExpert(Expert):
