@@ -11,4 +11,5 @@ set -u
 export MUJOCO_GL=${MUJOCO_GL:-egl}
 # One torch.compile worker: tests run two at a time on small CI machines, beside real-time ROS nodes.
 export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
-python -m pytest -q -n 2 --timeout 900 "$@"
+# loadgroup: tests marked xdist_group share a worker (the MuJoCo Warp tests: one kernel compile, not two).
+python -m pytest -q -n 2 --dist loadgroup --timeout 900 "$@"

@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from robot_rl.envs.conformance import check_conformance
 from robot_rl.envs.contract import ACTION_DIM
 from robot_rl.sim import TASKS, make_env
-from robot_rl.sim.batched import BatchedEnvConfig, SingleWorldEnv, make_batched_env
+from robot_rl.sim.batched import BatchedEnvConfig, SingleWorldEnv, WarpConfig, make_batched_env
 from robot_rl.sim.config import RandomizationConfig
 
 SHORT = {"max_episode_steps": 8}  # episodes end inside the tested horizon, so auto-reset is covered
@@ -222,12 +222,14 @@ def test_a_bad_number_of_worlds_is_refused_naming_it(num_envs) -> None:
 
 
 def test_an_unknown_backend_is_refused_naming_it_and_the_available_ones() -> None:
-    with pytest.raises(ValueError, match=r"backend 'gpu' is unknown; available backends: \['mujoco-threads'\]"):
+    with pytest.raises(ValueError, match=r"backend 'gpu' is unknown; available backends: \['mujoco-threads', 'warp'\]"):
         BatchedEnvConfig(backend="gpu")
-    with pytest.raises(ValueError, match=r"'warp' is unknown \(the MuJoCo Warp backend is not part"):
-        BatchedEnvConfig(backend="warp")
     with pytest.raises(ValueError, match="num_threads must be a positive integer or None, got 0"):
         BatchedEnvConfig(num_threads=0)
+    with pytest.raises(ValueError, match="WarpConfig.start_pool must be a positive integer, got 0"):
+        WarpConfig(start_pool=0)
+    with pytest.raises(ValueError, match="WarpConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu0'"):
+        WarpConfig(device="gpu0")
 
 
 def test_pixel_observations_are_refused_with_the_way_out() -> None:

@@ -45,7 +45,9 @@ from robot_rl.envs.contract import (
 )
 from robot_rl.safety.gate_torch import BatchedGate
 from robot_rl.sim.arm import FINGER_MAX_OPENING_M
-from robot_rl.sim.batched.physics import Physics
+from robot_rl.sim.batched.physics import EpisodeStarts, Physics
+from robot_rl.sim.batched.starts import Start, StartPool, randomises_model
+from robot_rl.sim.env import ArmEnv
 from robot_rl.sim.readings import WorldReadings
 
 Obs = dict[str, torch.Tensor]
@@ -106,7 +108,6 @@ class BatchedArmEnv(gym.vector.VectorEnv):
             for key, value in fresh.items():
                 self._obs[key][rows] = value
             self._infos = self._reset_infos(readings, base=self._infos, rows=rows)
-        self._ended[rows] = False
         return dict(self._obs), self._infos
 
     def step(self, actions: torch.Tensor | np.ndarray):
@@ -162,6 +163,17 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         self._obs, self._infos = obs, infos
         return dict(obs), reward.to(torch.float32), terminated, truncated, infos
 
+    def start_from(self, worlds: list[int], envs: list[ArmEnv]) -> Obs:
+        """Put ``worlds`` into the exact current states of the CPU envs ``envs`` (physics, sensors, impedance
+        target, gripper latch, tare, randomised model parameters), as episodes starting now; return the
+        observation of every world. For parity checks against the CPU env, and to replay a situation."""
+        pool = StartPool.of([Start.of(env, randomises_model(env)) for env in envs], self.device, self.dtype)
+        picks = torch.arange(len(envs), device=self.device)
+        rows = np.asarray(worlds)
+        self._set_episode_state(rows, self.physics.load(rows, pool, picks))
+        self._obs = self._observe(self.physics.readings())
+        return dict(self._obs)
+
     def close(self, **kwargs: Any) -> None:
         self.physics.close()
         self.closed = True
@@ -169,7 +181,10 @@ class BatchedArmEnv(gym.vector.VectorEnv):
     # --- internals -----------------------------------------------------------------------------------
     def _start(self, worlds: np.ndarray, seeds: list[int | None]) -> WorldReadings:
         """Start the episodes of ``worlds`` (indices): the backend's physics, then the env-side state."""
-        starts = self.physics.start_episodes(worlds, seeds, self.generator)
+        self._set_episode_state(worlds, self.physics.start_episodes(worlds, seeds, self.generator))
+        return self.physics.readings()
+
+    def _set_episode_state(self, worlds: np.ndarray, starts: EpisodeStarts) -> None:
         rows = torch.as_tensor(worlds, device=self.device)
         self.target_pos[rows] = starts.target_pos
         self.target_mat[rows] = starts.target_mat
@@ -177,7 +192,7 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         self.wrench_bias[rows] = starts.wrench_bias
         self.steps[rows] = 0
         self.latency[:, rows] = 0.0
-        return self.physics.readings()
+        self._ended[rows] = False
 
     def _observe(self, worlds: WorldReadings) -> Obs:
         """The contract observation of the worlds in ``worlds`` (all, or the rows of ``_rows_of``)."""

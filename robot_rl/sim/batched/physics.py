@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from robot_rl.sim.env import ArmEnv
 from robot_rl.sim.readings import SensorLayout, WorldReadings
+
+if TYPE_CHECKING:
+    from robot_rl.sim.batched.starts import StartPool
 
 
 @dataclass
@@ -72,6 +76,10 @@ class Physics(ABC):
                        generator: torch.Generator) -> EpisodeStarts:
         """Put ``worlds`` (indices) into the state the CPU env's ``reset`` reaches (with ``seeds`` where a
         backend resets CPU envs; ``generator`` where it draws); their readings show it afterwards."""
+
+    @abstractmethod
+    def load(self, worlds: np.ndarray, pool: StartPool, picks: torch.Tensor) -> EpisodeStarts:
+        """Put ``worlds`` (indices) into the starts ``picks`` of ``pool`` (state, sensors, model parameters)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release threads, devices and worlds."""

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from robot_rl.sim.batched.physics import EpisodeStarts, Physics
+from robot_rl.sim.batched.starts import StartPool
 from robot_rl.sim.env import ArmEnv
 from robot_rl.sim.readings import WorldReadings
 
@@ -80,6 +81,16 @@ class ThreadsPhysics(Physics):
 
         self._run(start, np.arange(len(worlds)))
         return EpisodeStarts.of_envs([self.worlds[int(i)] for i in worlds], self.device, self.dtype)
+
+    def load(self, worlds: np.ndarray, pool: StartPool, picks: torch.Tensor) -> EpisodeStarts:
+        for k, i in enumerate(worlds):
+            scene, j = self.worlds[int(i)].scene, int(picks[k])
+            for field, values in pool.data.items():
+                getattr(scene.data, field)[:] = values[j].reshape(getattr(scene.data, field).shape).numpy()
+            for field, values in pool.model.items():
+                getattr(scene.model, field)[:] = values[j].reshape(getattr(scene.model, field).shape).numpy()
+            self._copy_out(int(i))
+        return pool.episodes(picks)
 
     def close(self) -> None:
         if self._pool is not None:
