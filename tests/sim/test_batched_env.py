@@ -226,9 +226,9 @@ def test_an_unknown_backend_is_refused_naming_it_and_the_available_ones() -> Non
         BatchedEnvConfig(backend="gpu")
     with pytest.raises(ValueError, match="num_threads must be a positive integer or None, got 0"):
         BatchedEnvConfig(num_threads=0)
-    with pytest.raises(ValueError, match="WarpConfig.start_pool must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match=r"WarpConfig\.start_pool must be a positive integer, got 0"):
         WarpConfig(start_pool=0)
-    with pytest.raises(ValueError, match="WarpConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu0'"):
+    with pytest.raises(ValueError, match=r"WarpConfig\.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu0'"):
         WarpConfig(device="gpu0")
 
 
