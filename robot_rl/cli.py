@@ -84,9 +84,16 @@ def _train(config) -> int:
         from robot_rl.distributed.launch import train_distributed
 
         return train_distributed(config)
+    from robot_rl.training.core import load_run_config
     from robot_rl.training.loop import Trainer
 
-    trainer = Trainer(config)
+    parallel = (load_run_config(config.resume) if config.resume is not None else config).parallel.num_envs > 0
+    if parallel:
+        from robot_rl.training.parallel import ParallelTrainer
+
+        trainer = ParallelTrainer(config)
+    else:
+        trainer = Trainer(config)
     print(f"run folder: {trainer.run_dir.path}")
     with GracefulStop() as stop:
         result = trainer.run(should_stop=lambda: stop.requested)

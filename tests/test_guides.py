@@ -1,4 +1,5 @@
-"""The guides stay true: every command in ``docs/guides/*.md`` and in README's recipes table runs here, small.
+"""The guides stay true: every command in ``docs/guides/*.md``, ``docs/sim_to_real.md`` and README's recipes table
+runs here, small.
 
 Each guide runs top to bottom in its own sandbox (a copy of ``robot_rl/`` and ``hardware_configs/`` first on
 ``PYTHONPATH``, a private ``HOME``), so a guide that edits the package or writes files changes only the copy.
@@ -30,7 +31,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GUIDES = sorted((ROOT / "docs" / "guides").glob("*.md"))
+GUIDES = sorted((ROOT / "docs" / "guides").glob("*.md")) + [ROOT / "docs" / "sim_to_real.md"]
 PACKAGE_SRC = ROOT / "ros2_ws" / "src" / "robot_rl_ros"
 DIRECTIVE = re.compile(r"^<!--\s*doc-check:\s*(.*?)\s*-->$")
 INSERT = re.compile(r'^insert (\S+) after "(.*)"$')

@@ -52,6 +52,24 @@ class RandomizationConfig:
             )
 
 
+RANDOMIZATION_PRESETS: dict[str, RandomizationConfig] = {
+    "none": RandomizationConfig(),
+    "robust": RandomizationConfig(
+        friction_scale=(0.5, 1.5),
+        mass_scale=(0.5, 2.0),
+        joint_damping_scale=(0.7, 1.3),
+        actuator_gain_scale=(0.7, 1.3),
+        camera_pos_jitter_m=0.01,
+        camera_rot_jitter_rad=0.02,
+        obs_noise_std=0.002,
+    ),
+}
+"""Named domain randomisations (``--randomization``). ``robust`` trains policies meant for another simulator or
+a real arm: contact friction and object masses over the spread of real tabletop objects, the arm's damping
+and the controller's stiffness +-30% (an impedance controller on a real arm is never exactly its nominal
+gains), small camera pose errors and 2 mm / 2 mrad of observation noise."""
+
+
 SIM_ARM_SAFETY = SafetyLimits(
     workspace_low_m=(0.25, -0.35, 0.012),
     workspace_high_m=(0.75, 0.35, 0.45),

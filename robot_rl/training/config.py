@@ -33,9 +33,36 @@ moves (docs/architecture.md)."""
 
 
 @dataclass(frozen=True)
+class ParallelConfig:
+    """Many simulated worlds at once (``robot_rl.sim.batched``) instead of one env: ``--num-envs N``."""
+
+    num_envs: int = 0
+    """0: one env (the classic loop, or ``--actors``). N > 0: N worlds of the batched simulator acting with
+    one batched forward pass per step, their transitions in a replay on the learner's device (robot_rl tasks,
+    state observations)."""
+    backend: Literal["auto", "mujoco-threads", "warp"] = "auto"
+    """``auto``: MuJoCo Warp where a CUDA GPU and the ``warp`` extra are present, else MuJoCo C on threads."""
+    updates_per_step: int = 1
+    """Agent updates (each ``utd_ratio`` critic steps and an actor step) per vector step of all worlds."""
+    num_threads: int | None = None
+    """CPU threads stepping the worlds (mujoco-threads) or making Warp's start pool; None: one per core."""
+    warp_device: str | None = None
+    """MuJoCo Warp's device (``cuda``, ``cuda:1``, ``cpu``); None: ``WarpConfig``'s default."""
+    start_pool: int | None = None
+    """MuJoCo Warp: resets of the CPU env that episode starts are drawn from; None: ``WarpConfig``'s default."""
+
+    def __post_init__(self) -> None:
+        if self.num_envs < 0 or self.updates_per_step < 1:
+            raise ValueError(f"ParallelConfig: num_envs must be >= 0 and updates_per_step >= 1, got "
+                             f"{self.num_envs} / {self.updates_per_step}")
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     env: Annotated[EnvConfig, tyro.conf.arg(name="")] = field(default_factory=EnvConfig)
     """Task, observations, cameras and reward source."""
+    parallel: Annotated[ParallelConfig, tyro.conf.arg(name="")] = field(default_factory=ParallelConfig)
+    """``--num-envs N``: train on N simulated worlds at once (``robot_rl.training.parallel``)."""
     demos: Path | None = None
     """Folder of recorded demos (``robot-rl record-demos``). Without it, ``scripted_demos`` are recorded."""
     scripted_demos: int = 20
@@ -58,6 +85,11 @@ class TrainConfig:
     """Run folder; default ``runs/<task>-<obs>-<time>``."""
     resume: Path | None = None
     """Continue the run in this folder from its latest checkpoint (config is read from the folder)."""
+    init_from: Path | None = None
+    """Start this new run with the agent of another run folder (or checkpoint file): every network, the critics
+    and their targets, the temperature and the optimisers; not its replay or counters. The sim-to-real path:
+    pretrain with ``--num-envs`` on the batched simulator, continue on one env, the actor/learner link or the
+    ROS 2 path with demos and interventions (docs/sim_to_real.md). Agent settings must match the source's."""
     device: str = "cpu"
     torch_threads: int = 2
     """Intra-op threads; keep small when several processes share the CPU."""
@@ -117,9 +149,29 @@ class TrainConfig:
                              f"--actors {self.actors} or --guide.policy {self.guide.policy!r}")
         if self.guide.policy is None and (self.guide.noise > 0 or self.guide.policy_sha256 is not None):
             raise ValueError("TrainConfig.guide: --guide.noise is set without a guide (--guide.policy)")
+        if self.parallel.num_envs > 0:
+            self._check_parallel()
+        if self.init_from is not None and not Path(self.init_from).exists():
+            raise ValueError(f"TrainConfig.init_from: no such run folder or checkpoint {self.init_from}")
         if self.teleop not in ("none", "scripted") and self.actors > 0:
             raise ValueError(
                 f"TrainConfig.teleop={self.teleop!r} cannot drive {self.actors} actor processes; with --actors "
                 "use 'scripted', or run `robot-rl actor --teleop DEVICE` where the device is"
             )
 
+    def _check_parallel(self) -> None:
+        """What the many-worlds trainer does not do, refused with the flag to drop."""
+        n = self.parallel.num_envs
+        refused = [
+            (self.actors > 0, f"--actors {self.actors}"),
+            (self.teleop != "none", f"--teleop {self.teleop}"),
+            (self.guide.policy is not None, f"--guide.policy {self.guide.policy!r}"),
+            (self.env.obs != "state", f"--obs {self.env.obs} (the batched simulator renders no cameras)"),
+            (self.env.env_factory is not None, f"--env-factory {self.env.env_factory!r}"),
+            (self.env.base_policy is not None, f"--base-policy {self.env.base_policy!r}"),
+            (self.env.reward_classifier is not None, f"--reward-classifier {self.env.reward_classifier}"),
+        ]
+        for bad, flag in refused:
+            if bad:
+                raise ValueError(f"TrainConfig: --num-envs {n} trains simulated worlds in one process; it does not "
+                                 f"take {flag}")

@@ -102,7 +102,9 @@ class LearnerCore:
                 f"a residual learner and a base policy go together: got --base-policy {cfg.env.base_policy!r} "
                 f"with --agent.residual-scale {cfg.agent.residual_scale!r} (use --preset residual --base-policy BASE)")
         self.base = base_of(env)
-        planned = max(0, cfg.total_env_steps - cfg.learning_starts) * cfg.agent.utd_ratio
+        par = cfg.parallel  # many worlds: updates_per_step update calls per vector step of num_envs env steps
+        calls_per_env_step = par.updates_per_step / par.num_envs if par.num_envs else 1.0
+        planned = int(max(0, cfg.total_env_steps - cfg.learning_starts) * calls_per_env_step) * cfg.agent.utd_ratio
         self.symmetry = symmetry_augmentation(cfg, env, say)
         self.agent = SACAgent(cfg.agent, space, action_space, device=cfg.device, seed=cfg.seed,
                               batch_transform=self.symmetry, planned_updates=planned)
@@ -119,6 +121,26 @@ class LearnerCore:
         self.env_steps = self.episodes = self.updates = self.update_calls = 0
         self._updated_in_process = False
         self.last_eval: EvalResult | None = None
+        if cfg.init_from is not None and cfg.resume is None:
+            self._init_agent_from(Path(cfg.init_from))
+
+    def _init_agent_from(self, source: Path) -> None:
+        """``--init-from``: the agent of another run, all of it (networks, targets, temperature, optimisers)."""
+        ckpt = source / "checkpoints" / CHECKPOINT if source.is_dir() else source
+        if not ckpt.exists():
+            raise FileNotFoundError(f"--init-from {source}: no checkpoint at {ckpt}")
+        theirs = load_run_config(ckpt.parent.parent)
+        state = read_checkpoint(ckpt, self.train.device)
+        try:
+            self.agent.load_state_dict(state["agent"])
+        except (KeyError, RuntimeError, ValueError) as err:
+            raise ValueError(
+                f"--init-from {source}: its agent (task {theirs.env.task!r}, obs {theirs.env.obs!r}, "
+                f"{theirs.agent.num_critics} critics of {list(theirs.agent.hidden_dims)}) does not fit this run's "
+                f"(task {self.train.env.task!r}, obs {self.train.env.obs!r}, {self.train.agent.num_critics} critics "
+                f"of {list(self.train.agent.hidden_dims)}); give the same agent settings ({err})") from err
+        self.say(f"agent initialised from {ckpt} (trained {int(state['env_steps'])} env steps there); this run's "
+                 "replay and counters start empty")
 
     # ------------------------------------------------------------------------------------------------ data
     def demo_episodes(self, record_env: gym.Env | None) -> tuple[list[Episode], str]:

@@ -36,6 +36,10 @@ class EnvConfig:
     cameras: tuple[str, ...] = ("front", "wrist")
     dense_reward: bool = False
     """Add the task's weighted shaping terms to the sparse success reward (robot_rl tasks)."""
+    randomization: str = "none"
+    """Domain randomisation of robot_rl tasks, a named preset (``robot_rl.sim.config.RANDOMIZATION_PRESETS``):
+    ``none`` or ``robust`` (friction, masses, damping, controller gains, camera pose, observation noise drawn
+    per episode, per world with ``--num-envs``)."""
     env_factory: str | None = None
     """``module:function`` returning a gymnasium env with dict observations, instead of ``task`` (real robots,
     tests). Actor and learner must describe the same observation/action spaces."""
@@ -118,6 +122,7 @@ def make_training_env(
     render_mode: str | None = None,
     dense_reward: bool = False,
     terminate_on_success: bool = True,
+    randomization: str = EnvConfig.randomization,
     env_factory: str | None = None,
     env_kwargs: str = "{}",
     success_key: str | None = None,
@@ -140,9 +145,11 @@ def make_training_env(
             render_mode=render_mode,
             dense_reward=dense_reward,
             terminate_on_success=terminate_on_success,
+            randomization=randomization_preset(randomization),
         )
-    if obs != "state" or dense_reward:
-        raise ValueError(f"obs={obs!r} / dense_reward apply to robot_rl tasks only; {task!r} brings its own")
+    if obs != "state" or dense_reward or randomization != EnvConfig.randomization:
+        raise ValueError(f"obs={obs!r} / dense_reward / randomization={randomization!r} apply to robot_rl tasks "
+                         f"only; {task!r} brings its own")
     try:
         env = gym.make(task, render_mode=render_mode, **json.loads(env_kwargs))
     except gym.error.Error as err:
@@ -161,6 +168,15 @@ def make_training_env(
         ones = np.ones(env.action_space.shape, env.action_space.dtype)  # bounds in the space's dtype: no warning
         env = gym.wrappers.RescaleAction(env, -ones, ones)
     return SuccessSignal(DictObservation(env), success_key)
+
+
+def randomization_preset(name: str):
+    """The ``RandomizationConfig`` of a named preset, or an error listing the presets."""
+    from robot_rl.sim.config import RANDOMIZATION_PRESETS
+
+    if name not in RANDOMIZATION_PRESETS:
+        raise ValueError(f"--randomization {name!r} is not a preset; presets: {sorted(RANDOMIZATION_PRESETS)}")
+    return RANDOMIZATION_PRESETS[name]
 
 
 def _from_factory(env_factory: str, env_kwargs: str, render_mode: str | None) -> gym.Env:
@@ -190,6 +206,7 @@ def make_env_from_config(config: EnvConfig, render_mode: str | None = None, trai
         render_mode=render_mode,
         dense_reward=config.dense_reward,
         terminate_on_success=not (training and config.reward_classifier is not None),
+        randomization=config.randomization,
         env_factory=config.env_factory,
         env_kwargs=config.env_kwargs,
         success_key=config.success_key,
