@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GUIDES = sorted((ROOT / "docs" / "guides").glob("*.md")) + [ROOT / "docs" / "sim_to_real.md"]
+GUIDES = [*sorted((ROOT / "docs" / "guides").glob("*.md")), ROOT / "docs" / "sim_to_real.md"]
 PACKAGE_SRC = ROOT / "ros2_ws" / "src" / "robot_rl_ros"
 DIRECTIVE = re.compile(r"^<!--\s*doc-check:\s*(.*?)\s*-->$")
 INSERT = re.compile(r'^insert (\S+) after "(.*)"$')
