@@ -53,15 +53,15 @@ if [ "$DEVICE" = cpu ]; then
   worlds=(16); warp_steps=320; threads_worlds=(16 64); train_worlds=16; train_s=(40 40); train_steps=(1600 1600)
   backend=mujoco-threads; batch=256; capacity=200000
 else
-  worlds=(1024 4096 16384); warp_steps=200000; threads_worlds=(64 256 1024); train_worlds=4096; train_s=(75 150)
+  worlds=(1024 4096 16384); warp_steps=200000; threads_worlds=(64 256 1024); train_worlds=4096; train_s=(60 120)
   train_steps=(4000000 12000000); backend=warp; batch=8192; capacity=8000000
 fi
 marker=$(mktemp)
 mark "batched env on MuJoCo Warp ($DEVICE)"
-stage 240 "$PYTHON" bench/batched_sim.py --backend warp --device "$DEVICE" --tasks pick_cube reach \
+stage 200 "$PYTHON" bench/batched_sim.py --backend warp --device "$DEVICE" --tasks pick_cube reach \
   --num-envs "${worlds[@]}" --env-steps "$warp_steps"
 mark "batched env on mujoco-threads"
-stage 90 "$PYTHON" bench/batched_sim.py --tasks pick_cube --num-envs "${threads_worlds[@]}" --env-steps 20000
+stage 60 "$PYTHON" bench/batched_sim.py --tasks pick_cube --num-envs "${threads_worlds[@]}" --env-steps 20000
 
 train() {  # task seconds steps demos
   mark "parallel training: $1, $train_worlds worlds on $backend ($DEVICE), at most $2 s"
