@@ -63,6 +63,9 @@ class Learner(LearnerCore):
 
     def __init__(self, config: LearnerConfig, token: str | None = None) -> None:
         t = config.train
+        if t.parallel.num_envs > 0:
+            raise ValueError(f"robot-rl learner learns from its actors; --train.num-envs {t.parallel.num_envs} is "
+                             "robot-rl train's (many simulated worlds in one process)")
         path = Path(t.resume or t.run_dir or RunDir.default_path(t.env.task, t.env.obs))
         self.resuming = (path / DISTRIBUTED_FILE).exists()
         if t.resume is not None and not self.resuming:

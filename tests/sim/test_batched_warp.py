@@ -29,8 +29,9 @@ HORIZON = {"reach": 10, "pick_cube": 25, "peg_insert": 25, "push": 15}
 about 7, pick_cube lifts at about 23). Push stops before the pusher meets the block: there MuJoCo Warp's
 box-box collision returns fewer contact points than MuJoCo C's and the block turns differently (see
 docs/benchmarks.md)."""
-STATE_ATOL, PRIVILEGED_ATOL = 5e-3, 1e-4
-"""Float32 physics against float64: positions agree to ~1e-6 m, the wrench (N, a stiff contact) to ~1e-3."""
+STATE_ATOL, PRIVILEGED_ATOL = 1e-2, 2e-4
+"""Float32 physics against float64: positions agree to ~3e-6 m, the wrench (N, in stiff contact) to ~5e-3
+(measured: docs/benchmarks.md)."""
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
