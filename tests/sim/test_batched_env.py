@@ -165,14 +165,12 @@ def test_randomisation_is_drawn_per_world_inside_its_range() -> None:
     env.close()
 
 
-def test_a_torch_write_to_the_action_tensor_is_what_the_next_step_executes() -> None:
-    n = 3
-    env = make_batched_env("reach", BatchedEnvConfig(num_envs=n, num_threads=2))
-    peer = make_batched_env("reach", BatchedEnvConfig(num_envs=n, num_threads=2))
+def check_in_place_actions(env, peer, plan: np.ndarray) -> None:
+    """Actions written into ``env.actions`` by torch are what ``env`` executes; ``peer`` gets copies."""
     env.reset(seed=5)
     peer.reset(seed=5)
     pointer = env.actions.data_ptr()
-    for a in actions(6, n, seed=4):
+    for a in plan:
         env.actions.copy_(torch.from_numpy(a))  # e.g. a policy writing its output in place
         obs, *_ = env.step(env.actions)
         peer_obs, *_ = peer.step(a.copy())
@@ -180,6 +178,11 @@ def test_a_torch_write_to_the_action_tensor_is_what_the_next_step_executes() -> 
         assert env.actions.data_ptr() == pointer
     env.close()
     peer.close()
+
+
+def test_a_torch_write_to_the_action_tensor_is_what_the_next_step_executes() -> None:
+    config = BatchedEnvConfig(num_envs=3, num_threads=2)
+    check_in_place_actions(make_batched_env("reach", config), make_batched_env("reach", config), actions(6, 3, seed=4))
 
 
 def test_returned_tensors_are_never_written_into_again() -> None:

@@ -9,6 +9,7 @@ import builtins
 import numpy as np
 import pytest
 import torch
+from test_batched_env import check_in_place_actions
 
 from robot_rl.envs.conformance import check_conformance
 from robot_rl.sim import TASKS, make_env, make_expert
@@ -104,18 +105,8 @@ def test_randomisation_is_drawn_per_world_inside_its_range() -> None:
 
 
 def test_a_torch_write_to_the_action_tensor_is_what_the_next_step_executes() -> None:
-    env, peer = warp_env("reach", 2), warp_env("reach", 2)
-    env.reset(seed=5)
-    peer.reset(seed=5)
-    pointer = env.actions.data_ptr()
-    for a in np.random.default_rng(4).uniform(-1, 1, (4, 2, 7)).astype(np.float32):
-        env.actions.copy_(torch.from_numpy(a))
-        obs, *_ = env.step(env.actions)
-        peer_obs, *_ = peer.step(a.copy())
-        assert torch.equal(obs["state"], peer_obs["state"])
-        assert env.actions.data_ptr() == pointer
-    env.close()
-    peer.close()
+    plan = np.random.default_rng(4).uniform(-1, 1, (4, 2, 7)).astype(np.float32)
+    check_in_place_actions(warp_env("reach", 2), warp_env("reach", 2), plan)
 
 
 def test_one_world_passes_the_conformance_check() -> None:
