@@ -114,7 +114,7 @@ class LearnerCore:
         if goals is not None:
             say(f"hindsight relabelling: {goals.fraction:.0%} of sampled transitions get a goal their episode "
                 "reached later (a goal-conditioned env; --replay.hindsight off disables it)")
-        self.replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed, goals=goals)
+        self.replay = self.online_replay(space, action_dim, goals)
         self.demo_replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed + 1,
                                         goals=goals)
         self.sampler: Sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
@@ -143,6 +143,11 @@ class LearnerCore:
                  "replay and counters start empty")
 
     # ------------------------------------------------------------------------------------------------ data
+    def online_replay(self, space: gym.spaces.Dict, action_dim: int, goals) -> ReplayBuffer:
+        """Where this runner's own experience goes (a runner of many worlds keeps it on its device)."""
+        cfg = self.train
+        return ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed, goals=goals)
+
     def demo_episodes(self, record_env: gym.Env | None) -> tuple[list[Episode], str]:
         """The demos of this run and where they came from: ``demos`` if given, else the ones this run recorded
         before (a resumed learner), else ``scripted_demos`` recorded now with the task's expert in

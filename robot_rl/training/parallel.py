@@ -19,7 +19,6 @@ import torch
 from tqdm import tqdm
 
 from robot_rl.data.device_replay import DeviceReplay
-from robot_rl.data.sampler import MixedSampler
 from robot_rl.data.transition import EXTRAS
 from robot_rl.training.base_policy import pin_policies
 from robot_rl.training.config import TrainConfig
@@ -65,17 +64,12 @@ class ParallelTrainer(LearnerCore):
         cfg = pin_policies(config) if config.resume is None else resumed_config(config, Path(config.resume))
         start_process(cfg)
         self.eval_env = make_env_from_config(cfg.env)
-        run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.env.task, cfg.env.obs))
-        super().__init__(cfg, self.eval_env, run_dir, say=self._log_line)
         self.worlds = make_worlds(cfg)
         if self.worlds.device != torch.empty(0, device=cfg.device).device:  # "cuda" is cuda:0
             raise ValueError(f"--num-envs {cfg.parallel.num_envs}: the worlds run on {self.worlds.device} but the "
                              f"learner on --device {cfg.device}; give --device {self.worlds.device}")
-        space = self.eval_env.observation_space
-        extras = {k: torch.from_numpy(np.zeros(0, v)).dtype for k, v in EXTRAS.items()}
-        self.replay = DeviceReplay(space, self.eval_env.action_space.shape[0], cfg.parallel.num_envs, cfg.replay,
-                                   extras, self.worlds.device, seed=cfg.seed)
-        self.sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
+        run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.env.task, cfg.env.obs))
+        super().__init__(cfg, self.eval_env, run_dir, say=self._log_line)
         self._log_line(f"{cfg.parallel.num_envs} worlds of {cfg.env.task} on {self.worlds.physics.name} "
                        f"({self.worlds.device}); replay {self.replay.per_world} steps per world")
         if cfg.resume is not None:
@@ -87,6 +81,14 @@ class ParallelTrainer(LearnerCore):
             episodes, source = self.demo_episodes(self.eval_env)
             self.add_demos(episodes)
             self._log_line(f"demos: {source}; {len(self.demo_replay)} demo transitions")
+
+    def online_replay(self, space, action_dim: int, goals) -> DeviceReplay:
+        if goals is not None:
+            raise ValueError("--num-envs: hindsight relabelling needs the one-env loop (--replay.hindsight off)")
+        cfg = self.train
+        extras = {k: torch.from_numpy(np.zeros(0, v)).dtype for k, v in EXTRAS.items()}
+        return DeviceReplay(space, action_dim, cfg.parallel.num_envs, cfg.replay, extras, self.worlds.device,
+                            seed=cfg.seed)
 
     def run(self, should_stop: Callable[[], bool] = lambda: False) -> EvalResult | None:
         """Train to ``total_env_steps`` or until ``should_stop()``; then checkpoint (replay included)."""

@@ -103,7 +103,7 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         if self._obs is None or len(worlds) == self.num_envs:
             self._obs, self._infos = self._observe(readings), self._reset_infos(readings)
         else:  # new tensors: those handed out before stay as they were
-            fresh = self._observe(_rows_of(readings, rows))
+            fresh = self._observe(_rows_of(readings, rows), rows)
             self._obs = {k: v.clone() for k, v in self._obs.items()}
             for key, value in fresh.items():
                 self._obs[key][rows] = value
@@ -152,7 +152,7 @@ class BatchedArmEnv(gym.vector.VectorEnv):
             infos["_final_info"] = infos["_final_obs"]
             worlds = ended.nonzero().flatten()
             readings = self._start(worlds.cpu().numpy(), [None] * len(worlds))
-            fresh = self._observe(_rows_of(readings, worlds))
+            fresh = self._observe(_rows_of(readings, worlds), worlds)
             for key, value in fresh.items():
                 obs[key][worlds] = value
             infos["is_success"] = infos["is_success"].clone()
@@ -194,9 +194,8 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         self.latency[:, rows] = 0.0
         self._ended[rows] = False
 
-    def _observe(self, worlds: WorldReadings) -> Obs:
-        """The contract observation of the worlds in ``worlds`` (all, or the rows of ``_rows_of``)."""
-        rows = getattr(worlds, "rows", None)
+    def _observe(self, worlds: WorldReadings, rows: torch.Tensor | None = None) -> Obs:
+        """The contract observation of ``worlds``: every world's, or the world indices ``rows`` of ``_rows_of``."""
         bias = self.wrench_bias if rows is None else self.wrench_bias[rows]
         wrench = worlds.raw_wrench() - bias
         parts = {
@@ -285,10 +284,8 @@ class BatchedArmEnv(gym.vector.VectorEnv):
 
 
 def _rows_of(worlds: WorldReadings, rows: torch.Tensor) -> WorldReadings:
-    """The readings of some worlds only (their ``rows`` kept for the env-side state)."""
-    subset = WorldReadings(worlds.layout, worlds.sensordata[rows], worlds.qpos[rows], worlds.mocap_pos[rows])
-    subset.rows = rows
-    return subset
+    """The readings of the world indices ``rows`` only."""
+    return WorldReadings(worlds.layout, worlds.sensordata[rows], worlds.qpos[rows], worlds.mocap_pos[rows])
 
 
 class SingleWorldEnv(gym.Env):
