@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import time
 from pathlib import Path
 
@@ -42,6 +43,9 @@ def run(method: str, args: argparse.Namespace, seed: int) -> dict:
                                   updates_per_step=args.updates_per_step)
         trainer_type = ParallelTrainer
         config = recipe_config(args, seed, run_dir=out, parallel=parallel, batch_size=args.parallel_batch)
+        if method == "parallel_c51":  # the same run with a distributional critic over the task's returns
+            config = dataclasses.replace(config, agent=dataclasses.replace(
+                config.agent, critic_atoms=args.atoms, critic_v_min=args.v_min, critic_v_max=args.v_max))
     started = time.time()
     trainer_type(config).run()
     curve = eval_curve(out, started)
@@ -53,7 +57,11 @@ def run(method: str, args: argparse.Namespace, seed: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_recipe_args(parser, budget=40_000, eval_every=2_000)
-    parser.add_argument("--methods", nargs="+", default=["single", "parallel"], choices=["single", "parallel"])
+    parser.add_argument("--methods", nargs="+", default=["single", "parallel"],
+                        choices=["single", "parallel", "parallel_c51"])
+    parser.add_argument("--atoms", type=int, default=51, help="parallel_c51: atoms of the distributional critic")
+    parser.add_argument("--v-min", type=float, default=-1.0, help="parallel_c51: lowest return of its support")
+    parser.add_argument("--v-max", type=float, default=1.0, help="parallel_c51: highest return of its support")
     parser.add_argument("--worlds", type=int, default=16)
     parser.add_argument("--updates-per-step", type=int, default=4)
     parser.add_argument("--parallel-batch", type=int, default=1024)
@@ -73,7 +81,8 @@ def main() -> None:
         print(f"| {r['method']} | {r['seed']} | {r['steps_to_threshold'] or f'>{args.budget}'} | "
               f"{r['wall_to_threshold_s'] or '-'} s | {r['final_success']:.0%} | {r['wall_s']} s |")
     settings = {k: getattr(args, k) for k in ("task", "budget", "worlds", "updates_per_step", "parallel_batch",
-                                              "threshold", "eval_every", "eval_episodes", "utd", "demos")}
+                                              "threshold", "eval_every", "eval_episodes", "utd", "demos",
+                                              "atoms", "v_min", "v_max")}
     path = write_results("parallel_training", f"{stamp}-{args.task}.json", {**settings, "runs": rows})
     print(f"results: {path}")
 

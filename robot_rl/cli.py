@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,13 +89,17 @@ def _train(config) -> int:
     from robot_rl.training.loop import Trainer
 
     parallel = (load_run_config(config.resume) if config.resume is not None else config).parallel.num_envs > 0
+    if not parallel and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError(f"robot-rl train under torchrun (WORLD_SIZE={os.environ['WORLD_SIZE']}) runs data-parallel "
+                         "replicas of the many-worlds trainer: give --num-envs N")
     if parallel:
         from robot_rl.training.parallel import ParallelTrainer
 
         trainer = ParallelTrainer(config)
     else:
         trainer = Trainer(config)
-    print(f"run folder: {trainer.run_dir.path}")
+    if trainer.is_main:
+        print(f"run folder: {trainer.run_dir.path}")
     with GracefulStop() as stop:
         result = trainer.run(should_stop=lambda: stop.requested)
     if stop.requested:
@@ -103,7 +108,8 @@ def _train(config) -> int:
         return 0
     if result is not None:
         print(f"final eval: {result.summary()}")
-    print(f"run folder: {trainer.run_dir.path}")
+    if trainer.is_main:
+        print(f"run folder: {trainer.run_dir.path}")
     return 0
 
 

@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] && [ -f ros2_ws/install/setup.bash ] || bash scripts/setup.sh
+# The Isaac Lab adapter's tests run in a venv of their own with mjlab (scripts/setup_mjlab.sh, once)
+[ -x .venv-mjlab/bin/python ] || bash scripts/setup_mjlab.sh
 . .venv/bin/activate
 bash scripts/build_ros.sh  # the nodes run from the colcon install: rebuild it from this checkout (~2 s)
 set +u  # colcon's setup scripts read unset variables

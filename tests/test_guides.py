@@ -83,8 +83,10 @@ def logical_lines(text: str) -> list[str]:
 
 
 def shrink(line: str) -> str:
-    """``line`` with ``SMALL`` flags after a ``robot-rl <command>`` (before a trailing ``&``)."""
-    match = re.match(r"^\s*(?:\w+=\S+\s+)*robot-rl\s+([\w-]+)", line)  # after VAR=value prefixes too
+    """``line`` with ``SMALL`` flags after a ``robot-rl <command>`` or ``torchrun ... -m robot_rl.cli <command>``
+    (before a trailing ``&``)."""
+    # after VAR=value prefixes too, and as torchrun's module
+    match = re.match(r"^\s*(?:\w+=\S+\s+)*(?:robot-rl|torchrun\s.*?-m\s+robot_rl\.cli)\s+([\w-]+)", line)
     if not match or match.group(1) not in SMALL:
         return line
     body, background = (line.rstrip()[:-1], " &") if line.rstrip().endswith("&") else (line, "")
@@ -169,6 +171,7 @@ def test_shrink_appends_small_flags_before_a_trailing_ampersand() -> None:
     assert shrink("robot-rl actor --task reach &").endswith("--torch-threads 1 &")
     assert shrink("python -c 'print(1)'") == "python -c 'print(1)'"
     assert shrink("PYTHONPATH=. robot-rl eval runs/x") == "PYTHONPATH=. robot-rl eval runs/x --episodes 2"
+    assert shrink("torchrun --nproc-per-node 2 -m robot_rl.cli eval runs/x").endswith("runs/x --episodes 2")
 
 
 @pytest.mark.parametrize("guide", GUIDES, ids=lambda p: p.stem)

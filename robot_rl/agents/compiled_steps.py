@@ -92,10 +92,16 @@ def _compilers() -> list[str]:
     return [c for c in (os.environ.get("CXX"), "g++", "c++", "clang++") if c]
 
 
-def compile_decision(config: SACConfig, device: torch.device, planned_updates: int | None) -> tuple[bool, str]:
+def compile_decision(config: SACConfig, device: torch.device, planned_updates: int | None,
+                     data_parallel: bool = False) -> tuple[bool, str]:
     """Whether an agent compiles its update steps, and the line that says so (and why) for the run log."""
     if config.compile == "off":
         return False, "update step: eager (--agent.compile off)"
+    if data_parallel:  # the compiled step applies Adam inside the graph: no place for the gradient all-reduce
+        if config.compile == "on":
+            raise ValueError("SACConfig.compile='on' with data-parallel replicas (torchrun): the compiled step has "
+                             "no gradient all-reduce; use --agent.compile off or auto")
+        return False, "update step: eager (data-parallel replicas average gradients between backward and Adam)"
     has_compiler = device.type != "cpu" or any(shutil.which(c) for c in _compilers())
     if config.compile == "on":
         if not has_compiler:  # without this check the failure would come at the first update, minutes in

@@ -25,6 +25,8 @@ from torch import nn
 
 from robot_rl.agents.compiled_steps import CompiledSteps, compile_decision
 from robot_rl.agents.config import SACConfig
+from robot_rl.agents.data_parallel import DataParallel
+from robot_rl.agents.distributional import expected, project
 from robot_rl.agents.networks import (
     EnsembleMLP,
     Temperature,
@@ -87,9 +89,12 @@ class SACAgent:
         seed: int = 0,
         batch_transform: Callable[[Batch], Batch] | None = None,
         planned_updates: int | None = None,
+        data_parallel: DataParallel | None = None,
     ) -> None:
         """``planned_updates``: critic updates the run plans (``compile="auto"`` compiles long runs only; None,
-        as for an agent loaded to act or evaluate: eager)."""
+        as for an agent loaded to act or evaluate: eager). ``data_parallel``: this agent is one replica of a
+        data-parallel learner (``robot_rl.agents.data_parallel``): its batches are its share of each update's
+        batch, and gradients are averaged over the replicas."""
         self.policy = ActingPolicy(config, observation_space, action_space, device, seed)
         self.config = config
         self.device = self.policy.device
@@ -100,6 +105,7 @@ class SACAgent:
             -self.sac_dim / 2 if config.target_entropy is None else float(config.target_entropy)
         )
         self.batch_transform = batch_transform
+        self.data_parallel = data_parallel
         if config.precision == "bfloat16" and self.device.type == "cpu" and not cpu_has_native_bfloat16():
             warnings.warn(
                 "SACConfig.precision='bfloat16' on a CPU without AVX512-BF16/AMX: bfloat16 is emulated there and "
@@ -111,9 +117,12 @@ class SACAgent:
             torch.manual_seed(seed + 2)  # the policy's networks are drawn from seed
             c = config
             self.critic = EnsembleMLP(
-                c.num_critics, self.encoder.out_dim + self.sac_dim, c.hidden_dims, 1, c.critic_layer_norm,
-                c.activation, compute_dtype=getattr(torch, c.precision),
+                c.num_critics, self.encoder.out_dim + self.sac_dim, c.hidden_dims, c.critic_atoms or 1,
+                c.critic_layer_norm, c.activation, compute_dtype=getattr(torch, c.precision),
             )
+        self.atoms = (torch.linspace(c.critic_v_min, c.critic_v_max, c.critic_atoms, device=self.device)
+                      if c.critic_atoms else None)
+        """The returns a distributional critic's outputs are over (None: scalar critics)."""
         shared = {id(m): m for m in self.encoder.shared_modules()}  # one copy for online and target
         self.target_encoder = copy.deepcopy(self.encoder, memo=dict(shared)).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
@@ -148,8 +157,11 @@ class SACAgent:
         self.num_critic_updates = 0
         self.num_actor_updates = 0
         self._training: bool | None = None
-        compiled, self.compile_note = compile_decision(c, self.device, planned_updates)
+        compiled, self.compile_note = compile_decision(c, self.device, planned_updates, data_parallel is not None)
         self._compiled: CompiledSteps | None = CompiledSteps(self) if compiled else None
+        if data_parallel is not None:  # replicas start from one state and draw alike (seeded alike; made sure)
+            data_parallel.broadcast_([*self._modules().values(), self.temperature])
+            self.generator.set_state(data_parallel.from_main(self.generator.get_state()))
 
     @property
     def compiled(self) -> bool:
@@ -201,8 +213,12 @@ class SACAgent:
 
     def policy_noise(self, batch_size: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """N(0, 1) noise [batch_size, sac_dim] for ``sample_action``, from ``generator`` (default: the update
-        generator)."""
-        return self.policy.policy_noise(batch_size, self.generator if generator is None else generator)
+        generator). A data-parallel replica draws the noise of the whole batch and keeps its own rows."""
+        generator = self.generator if generator is None else generator
+        dp = self.data_parallel
+        if dp is None:
+            return self.policy.policy_noise(batch_size, generator)
+        return dp.own_rows(self.policy.policy_noise(batch_size * dp.world_size, generator))
 
     def sample_action(
         self, features: torch.Tensor, obs: dict[str, torch.Tensor], noise: torch.Tensor
@@ -257,17 +273,22 @@ class SACAgent:
     ) -> torch.Tensor:
         """reward + discount * (min over a random M-subset of target Q(s', a') [- alpha log pi(a'|s')]): [B],
         clipped to the configured return bounds. ``draws`` default: fresh ones from the update generator.
+        A distributional critic's target is a distribution [B, K] over ``atoms``: that of the subset's critic
+        with the lowest mean, each atom z moved to reward + discount * (z [- alpha log pi]) and projected back.
 
         ``discount`` is gamma^n, or 0 where the n-step window terminated (truncation keeps gamma^n)."""
         f = self.encode_batch(batch) if features is None else features
         d = self.draw_critic(len(batch)) if draws is None else draws
         with torch.no_grad():
             next_action, next_log_prob = self.sample_action(f.next_obs, batch.next_obs, d.next_action_noise)
-            q = self.target_critic(torch.cat([f.next_obs_target, next_action], -1), d.target_subset)
-            next_v = q.min(0).values
-            if self.config.backup_entropy:
-                next_v = next_v - self.alpha * next_log_prob
-            return self.bound_target(batch.reward + batch.discount * next_v)
+            out = self.target_critic(torch.cat([f.next_obs_target, next_action], -1), d.target_subset)
+            entropy = self.alpha * next_log_prob if self.config.backup_entropy else torch.zeros_like(next_log_prob)
+            if self.atoms is None:
+                return self.bound_target(batch.reward + batch.discount * (out.min(0).values - entropy))
+            lowest = expected(out, self.atoms).argmin(0)  # [B]: per transition, the pessimistic critic
+            logits = out.gather(0, lowest.view(1, -1, 1).expand(1, *out.shape[1:])).squeeze(0)  # [B, K]
+            moved = batch.reward.unsqueeze(-1) + batch.discount.unsqueeze(-1) * (self.atoms - entropy.unsqueeze(-1))
+            return project(logits.softmax(-1), moved, self.atoms)
 
     def bound_target(self, target: torch.Tensor) -> torch.Tensor:
         """TD targets clipped to [``td_target_min``, ``td_target_max``] (either may be None: unbounded)."""
@@ -279,12 +300,18 @@ class SACAgent:
     def critic_loss(
         self, batch: Batch, features: Features | None = None, draws: CriticDraws | None = None
     ) -> tuple[torch.Tensor, Metrics]:
-        """Mean over critics and batch of (Q_i(s, a) - target)^2; a = the stored action's SAC dims."""
+        """Mean over critics and batch of (Q_i(s, a) - target)^2; a = the stored action's SAC dims. A
+        distributional critic: mean cross-entropy of each critic's distribution to the target distribution."""
         f = self.encode_batch(batch) if features is None else features
         target = self.td_target(batch, f, draws)
-        q = self.critic(torch.cat([f.obs, batch.action[:, : self.sac_dim]], -1))  # [N, B]
-        loss = (q - target).square().mean()
-        return loss, {"critic_loss": loss, "q_mean": q.mean(), "q_max": q.max(), "target_mean": target.mean()}
+        out = self.critic(torch.cat([f.obs, batch.action[:, : self.sac_dim]], -1))  # [N, B] (or [N, B, K])
+        if self.atoms is None:
+            q, target_mean = out, target
+            loss = (q - target).square().mean()
+        else:
+            q, target_mean = expected(out, self.atoms), target @ self.atoms
+            loss = -(target * out.log_softmax(-1)).sum(-1).mean()
+        return loss, {"critic_loss": loss, "q_mean": q.mean(), "q_max": q.max(), "target_mean": target_mean.mean()}
 
     def gripper_td_target(self, batch: Batch, features: Features) -> torch.Tensor:
         """Double DQN: r + grasp_penalty + discount * Q_target(s', argmax_a Q_online(s', a)): [B]."""
@@ -316,7 +343,8 @@ class SACAgent:
                 features = self.encode(batch.obs)
         noise = self.policy_noise(len(batch)) if noise is None else noise
         action, log_prob = self.sample_action(features.detach(), batch.obs, noise)
-        q = self.critic(torch.cat([features.detach(), action], -1), detach_params=True).mean(0)
+        out = self.critic(torch.cat([features.detach(), action], -1), detach_params=True)
+        q = (out if self.atoms is None else expected(out, self.atoms)).mean(0)
         loss = (self.alpha * log_prob - q).mean()
         metrics = {"actor_loss": loss, "entropy": -log_prob.detach().mean(), "log_prob": log_prob}
         if self.policy.residual_scale is not None:  # how much of its bound the correction uses, in [0, 1]
@@ -363,6 +391,9 @@ class SACAgent:
         for optimizer in optimizers:
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if self.data_parallel is not None:
+            self.data_parallel.average_(
+                [p.grad for o in optimizers for g in o.param_groups for p in g["params"] if p.grad is not None])
         for optimizer in optimizers:
             if self.config.max_grad_norm is not None:
                 params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
@@ -407,13 +438,24 @@ class SACAgent:
         for i in range(self.config.utd_ratio):
             batch = self.prepare_batch(sample_fn())
             if i == 0:
-                self.encoder.update_normalizer(batch.obs)
+                self.update_normalizer(batch.obs)
             metrics = self.update_critic(batch)
         assert batch is not None
         if self.num_critic_updates > self.config.critic_warmup_updates:
             metrics.update(self.update_actor(batch))
-        values = torch.stack([v.detach().float() for v in metrics.values()]).tolist()
-        return dict(zip(metrics.keys(), values))
+        values = torch.stack([v.detach().float() for v in metrics.values()])
+        if self.data_parallel is not None:  # the whole batch's figures: means of the replicas' means, a max of maxes
+            every = self.data_parallel.gather_rows(values.unsqueeze(0))
+            values = torch.stack([every[:, i].amax() if key.endswith("_max") else every[:, i].mean()
+                                  for i, key in enumerate(metrics)])
+        return dict(zip(metrics.keys(), values.tolist()))
+
+    def update_normalizer(self, obs: dict[str, torch.Tensor]) -> None:
+        """Merge a batch into the observation normaliser (a data-parallel replica: every replica's rows)."""
+        dp = self.data_parallel
+        if dp is not None:
+            obs = {k: dp.gather_rows(obs[k]) for k in self.encoder.state_keys}
+        self.encoder.update_normalizer(obs)
 
     # ------------------------------------------------------------------------------------------------ act
     def act(self, obs: dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:

@@ -90,6 +90,12 @@ class DeviceReplay:
             store[slot] = (extras or {}).get(key, 0)
         self.written += 1
 
+    def end_episodes(self) -> None:
+        """Mark every world's newest step as the end of its episode (not terminal: its window bootstraps from
+        the stored next observation), so no n-step window runs on into whatever the worlds do next."""
+        if self.written > 0:
+            self.ended[(self.written - 1) % self.per_world] = True
+
     def sample(self, batch_size: int, device: torch.device | str | None = None) -> Batch:
         """``batch_size`` uniformly drawn n-step transitions (with replacement)."""
         valid = len(self) // self.num_worlds

@@ -185,7 +185,7 @@ class Learner(LearnerCore):
 
     def _sample(self) -> Any:
         with self._replay_lock:
-            return self.sampler.sample(self.train.batch_size, self.train.device)
+            return self.sampler.sample(self.batch_size, self.train.device)
 
     # ---------------------------------------------------------------------------------------- lifecycle
     def start(self) -> int:

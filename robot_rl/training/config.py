@@ -17,6 +17,8 @@ from robot_rl.training.env_factory import EnvConfig
 from robot_rl.training.guide import GuideConfig
 
 PresetName = Literal["quickstart", "rlpd", "residual"]
+ISAACLAB_BACKENDS = ("isaaclab", "mjlab")
+"""``--backend`` values whose worlds are another simulator's tasks behind Isaac Lab's vectorised env API."""
 PRESETS: dict[str, SACConfig] = {
     "quickstart": SACConfig(num_critics=2, hidden_dims=(128, 128), utd_ratio=8),
     "rlpd": SACConfig(),
@@ -40,8 +42,16 @@ class ParallelConfig:
     """0: one env (the classic loop, or ``--actors``). N > 0: N worlds of the batched simulator acting with
     one batched forward pass per step, their transitions in a replay on the learner's device (robot_rl tasks,
     state observations)."""
-    backend: Literal["auto", "mujoco-threads", "warp"] = "auto"
-    """``auto``: MuJoCo Warp where a CUDA GPU and the ``warp`` extra are present, else MuJoCo C on threads."""
+    backend: Literal["auto", "mujoco-threads", "warp", "isaaclab", "mjlab"] = "auto"
+    """Where the worlds come from. robot_rl's tasks: ``warp`` (MuJoCo Warp), ``mujoco-threads`` (MuJoCo C on
+    CPU threads), ``auto`` (Warp where a CUDA GPU and the ``warp`` extra are present, else threads). Other
+    simulators' tasks through Isaac Lab's vectorised env API: ``isaaclab`` (``--task`` an Isaac Lab task id)
+    or ``mjlab`` (an mjlab task id); they are evaluated on their own worlds (``robot_rl.envs.isaaclab``)."""
+    obs_group: str | None = None
+    """``isaaclab`` / ``mjlab``: the observation group the policy sees (None: ``policy``, else ``actor``)."""
+    success_term: str | None = None
+    """``isaaclab`` / ``mjlab``: the termination term that means the task was done (None: success unknown,
+    evaluation reports the return)."""
     updates_per_step: int = 2
     """Agent updates (each ``utd_ratio`` critic steps and an actor step) per vector step of all worlds: with 16
     worlds and batches of 512, pick_cube reached 90% 4x sooner in wall time than one env (docs/benchmarks.md)."""
@@ -53,6 +63,9 @@ class ParallelConfig:
     """MuJoCo Warp: resets of the CPU env that episode starts are drawn from; None: ``WarpConfig``'s default."""
 
     def __post_init__(self) -> None:
+        if self.backend not in ISAACLAB_BACKENDS and (self.obs_group or self.success_term):
+            raise ValueError(f"ParallelConfig: --obs-group / --success-term name parts of an Isaac Lab API env; "
+                             f"--backend {self.backend} has neither")
         if self.num_envs < 0 or self.updates_per_step < 1:
             raise ValueError(f"ParallelConfig: num_envs must be >= 0 and updates_per_step >= 1, got "
                              f"{self.num_envs} / {self.updates_per_step}")

@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from robot_rl.agents.data_parallel import DataParallel
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.batch import Batch
 from robot_rl.data.demos import load_demos
@@ -90,10 +91,20 @@ def start_process(config: TrainConfig) -> None:
 
 class LearnerCore:
     def __init__(self, config: TrainConfig, env: gym.Env, run_dir: RunDir,
-                 say: Callable[[str], None] = print) -> None:
+                 say: Callable[[str], None] = print, data_parallel: DataParallel | None = None) -> None:
         """``env``: the run's env as the agent sees it (its spaces; a goal-conditioned env's ``compute_reward``
-        for hindsight relabelling). ``say`` prints the runner's milestone lines."""
+        for hindsight relabelling). ``say`` prints the runner's milestone lines. ``data_parallel``: this core is
+        one replica of a data-parallel learner: it samples its share of each batch, and only the main replica
+        logs."""
         self.train = cfg = config
+        self.data_parallel = data_parallel
+        replicas, replica = (1, 0) if data_parallel is None else (data_parallel.world_size, data_parallel.rank)
+        if cfg.batch_size % replicas:
+            raise ValueError(f"--batch-size {cfg.batch_size} does not split over {replicas} data-parallel replicas; "
+                             f"give a multiple of {replicas}")
+        self.batch_size = cfg.batch_size // replicas
+        """Rows this process samples per batch."""
+        self.is_main = replica == 0
         self.run_dir = run_dir
         self.say = say
         space, action_space = env.observation_space, env.action_space
@@ -107,7 +118,7 @@ class LearnerCore:
         planned = int(max(0, cfg.total_env_steps - cfg.learning_starts) * calls_per_env_step) * cfg.agent.utd_ratio
         self.symmetry = symmetry_augmentation(cfg, env, say)
         self.agent = SACAgent(cfg.agent, space, action_space, device=cfg.device, seed=cfg.seed,
-                              batch_transform=self.symmetry, planned_updates=planned)
+                              batch_transform=self.symmetry, planned_updates=planned, data_parallel=data_parallel)
         say(self.agent.compile_note)
         action_dim = action_space.shape[0]
         goals = goal_rewards_for(cfg.replay, env, "--replay.hindsight")
@@ -115,8 +126,8 @@ class LearnerCore:
             say(f"hindsight relabelling: {goals.fraction:.0%} of sampled transitions get a goal their episode "
                 "reached later (a goal-conditioned env; --replay.hindsight off disables it)")
         self.replay = self.online_replay(space, action_dim, goals)
-        self.demo_replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS, seed=cfg.seed + 1,
-                                        goals=goals)
+        self.demo_replay = ReplayBuffer(space, action_dim, cfg.replay, extras_keys=EXTRAS,
+                                        seed=cfg.seed + 1 + 1000 * replica, goals=goals)
         self.sampler: Sampler = MixedSampler(self.replay, self.demo_replay, demo_fraction=0.5)
         self.env_steps = self.episodes = self.updates = self.update_calls = 0
         self._updated_in_process = False
@@ -182,12 +193,12 @@ class LearnerCore:
         if not self._updated_in_process and self.agent.compiled:
             self.say("compiling the update step (torch.compile, 20-40 s, once per process) ...")
         self._updated_in_process = True
-        metrics = self.agent.update(sample or (lambda: self.sampler.sample(cfg.batch_size, cfg.device)))
+        metrics = self.agent.update(sample or (lambda: self.sampler.sample(self.batch_size, cfg.device)))
         if self.symmetry is not None:
             metrics["symmetry_transformed"] = self.symmetry.last_transformed_fraction
         self.update_calls += 1
         self.updates += cfg.agent.utd_ratio
-        if self.update_calls % TRAIN_LOG_EVERY == 0:
+        if self.update_calls % TRAIN_LOG_EVERY == 0 and self.is_main:
             self.run_dir.log("train", self.env_steps, metrics)
         return metrics
 
@@ -195,9 +206,14 @@ class LearnerCore:
         """Deterministic success on the held-out evaluation seeds, logged and plotted."""
         result = evaluate(lambda o: self.agent.act(o, deterministic=True), env, self.train.eval_episodes,
                           EVAL_SEED_BASE, frames=frames, criterion=success_criterion(self.train.env, env))
+        return self.record_eval(result)
+
+    def record_eval(self, result: EvalResult) -> EvalResult:
+        """An evaluation's figures: kept as the latest, logged and plotted (by the main replica)."""
         self.last_eval = result
-        self.run_dir.log("eval", self.env_steps, result.metrics())
-        self.run_dir.plot_learning_curve()
+        if self.is_main:
+            self.run_dir.log("eval", self.env_steps, result.metrics())
+            self.run_dir.plot_learning_curve()
         return result
 
     # ----------------------------------------------------------------------------------------- checkpoints

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
+import torch
 
+from robot_rl.agents.data_parallel import DataParallel
 from robot_rl.envs.success import Criterion, EpisodeSuccess
 
 # Seed ranges never overlap: training episodes, demo recording and evaluation each get their own.
@@ -101,3 +103,38 @@ def evaluate(
         returns.append(total)
         lengths.append(length)
     return EvalResult(episodes, successes, float(np.mean(returns)), float(np.mean(lengths)), criterion)
+
+
+def evaluate_worlds(act: Callable[..., torch.Tensor], worlds, data_parallel: DataParallel | None = None,
+                    max_steps: int = 100_000) -> EvalResult:
+    """One deterministic episode in each of ``worlds`` (a batched env), from a reset with the evaluation seeds:
+    success (where the worlds report it), return and length over all of them, and over every data-parallel
+    replica's worlds. ``act(obs, deterministic=True)`` is a batched policy. For tasks with no single env to
+    evaluate on."""
+    first_world = 0 if data_parallel is None else data_parallel.rank * worlds.num_envs
+    obs, _ = worlds.reset(seed=EVAL_SEED_BASE + first_world)
+    n, device = worlds.num_envs, worlds.device
+    done = torch.zeros(n, dtype=torch.bool, device=device)
+    returns = torch.zeros(n, device=device)
+    lengths = torch.zeros(n, device=device)
+    succeeded, known = torch.zeros(n, dtype=torch.bool, device=device), False
+    for _ in range(max_steps):
+        with torch.no_grad():
+            obs, reward, terminated, truncated, infos = worlds.step(act(obs, deterministic=True))
+        running = ~done
+        returns += torch.where(running, reward, 0.0)
+        lengths += running.float()
+        success = infos.get("final_info", infos).get("is_success")
+        if success is not None:
+            known = True
+            succeeded |= running & success.bool()
+        done |= terminated | truncated
+        if bool(done.all()):
+            break
+    sums = torch.stack([done.sum(), succeeded.sum(), returns[done].sum(), lengths[done].sum()]).double()
+    if data_parallel is not None:
+        data_parallel.sum_(sums)
+    episodes, successes, total_return, total_length = sums.tolist()
+    episodes = max(int(episodes), 1)
+    return EvalResult(episodes, int(successes) if known else None, total_return / episodes,
+                      total_length / episodes)

@@ -104,3 +104,25 @@ def test_save_and_load_restore_the_buffer_and_its_draws(tmp_path) -> None:
 def test_a_capacity_too_small_for_the_worlds_is_refused_with_the_size_that_fits() -> None:
     with pytest.raises(ValueError, match=r"leaves 1 steps per world; it needs >= n_step \+ 1 = 4 .* at least 4096"):
         DeviceReplay(SPACE, 2, 1024, ReplayConfig(capacity=1024 + 500, n_step=3), EXTRAS, "cpu")
+
+
+def test_ending_the_episodes_stops_windows_at_the_newest_step_and_bootstraps_there() -> None:
+    """What a trainer does before new episodes start in every world (a resume, an evaluation on the worlds): no
+    n-step window runs from the old episodes into the new ones."""
+    replay = DeviceReplay(SPACE, 2, 2, ReplayConfig(capacity=40, n_step=3, gamma=0.5), EXTRAS, "cpu")
+    running = torch.zeros(2, dtype=torch.bool)
+
+    def add(value: float) -> None:
+        state = {"state": torch.full((2, 3), value)}
+        replay.add(state, torch.zeros(2, 2), torch.ones(2), {"state": torch.full((2, 3), value + 1)}, running,
+                   running)
+
+    for value in (0.0, 1.0):
+        add(value)
+    replay.end_episodes()
+    for value in (10.0, 11.0):
+        add(value)
+    batch = replay.gather(torch.tensor([0, 0]), torch.tensor([0, 1]))
+    torch.testing.assert_close(batch.reward, torch.full((2,), 1.5))  # two steps, not three: 1 + 0.5
+    torch.testing.assert_close(batch.discount, torch.full((2,), 0.25))  # a time limit: bootstrapped
+    torch.testing.assert_close(batch.next_obs["state"], torch.full((2, 3), 2.0))  # from the old episode's end
