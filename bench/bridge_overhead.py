@@ -36,7 +36,7 @@ def measure(steps: int) -> dict:
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
 
-    from robot_rl.ros import names
+    from robot_rl.envs import names
     from robot_rl.ros.bridge import RobotBridge
     from robot_rl.ros.hardware import load_arm_config
     from robot_rl.ros.messages import named_vector, pose_msg

@@ -239,7 +239,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
     """Driver here, bridge + actor as processes, for ``seconds``; returns the figures."""
     from sensor_msgs.msg import JointState
 
-    from robot_rl.ros import names
+    from robot_rl.envs import names
     from robot_rl.ros.messages import from_stamp
     from robot_rl.ros.qos import EVENTS
     from robot_rl.ros.runtime import settle_heap

@@ -23,6 +23,9 @@ class EvalArgs:
     episodes: int = 50
     video: Path | None = None
     """Write a GIF of the first episode here."""
+    record: Path | None = None
+    """Also record every episode as a rosbag2 recording (MCAP storage) in this new folder: what the policy saw,
+    what it did, rewards and episode boundaries (``docs/data_format.md``)."""
     device: str = "cpu"
 
 
@@ -183,8 +186,19 @@ def _eval(args: EvalArgs) -> int:
     agent, cfg = load_policy(args.run, args.device)
     env = make_env_from_config(cfg.env, render_mode="rgb_array" if args.video else None)
     frames: list | None = [] if args.video else None
-    result = evaluate(lambda o: agent.act(o, deterministic=True), env, args.episodes, frames=frames,
-                      criterion=success_criterion(cfg.env, env))
+    recorder = None
+    if args.record is not None:
+        from robot_rl.data.demos import DemoMeta
+        from robot_rl.formats.rosbag import EpisodeBagWriter
+
+        recorder = EpisodeBagWriter(args.record, DemoMeta.for_env(cfg.env.task, env, notes=f"eval of {args.run}"))
+    try:
+        result = evaluate(lambda o: agent.act(o, deterministic=True), env, args.episodes, frames=frames,
+                          criterion=success_criterion(cfg.env, env), recorder=recorder)
+    finally:
+        if recorder is not None:
+            recorder.close()
+            print(f"recording: {args.record} ({recorder.episode} episodes)")
     print(f"{cfg.env.task} ({cfg.env.obs}): {result.summary()}")
     if args.video and frames:
         import imageio.v2 as imageio
@@ -231,6 +245,7 @@ def _record_demos(args: RecordDemosArgs) -> int:
 def parse(argv: list[str]) -> object:
     """The config of one ``robot-rl`` command line (no ``robot-rl`` itself); bare = the main job."""
     from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
+    from robot_rl.commands.datasets import ExportDemosArgs, ImportDemosArgs
     from robot_rl.commands.sim_models import WriteSimModelsArgs
     from robot_rl.commands.symmetry import CalibrateCameraArgs, CheckSymmetryArgs
     from robot_rl.distributed.config import ActorConfig, LearnerConfig
@@ -243,6 +258,8 @@ def parse(argv: list[str]) -> object:
         Annotated[TrainConfig, tyro.conf.subcommand("train", default=train, description="Train SAC/RLPD on a task.")]
         | Annotated[EvalArgs, tyro.conf.subcommand("eval")]
         | Annotated[RecordDemosArgs, tyro.conf.subcommand("record-demos")]
+        | Annotated[ImportDemosArgs, tyro.conf.subcommand("import-demos")]
+        | Annotated[ExportDemosArgs, tyro.conf.subcommand("export-demos")]
         | Annotated[LearnerConfig, tyro.conf.subcommand(
             "learner", default=LearnerConfig(train=train),
             description="Learner of the actor/learner split (serves actors over gRPC).")]
@@ -275,6 +292,12 @@ def chosen_preset(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from robot_rl.commands.classifier import RecordSuccessFailArgs, TrainClassifierArgs
+    from robot_rl.commands.datasets import (
+        ExportDemosArgs,
+        ImportDemosArgs,
+        export_demos_command,
+        import_demos_command,
+    )
     from robot_rl.commands.sim_models import WriteSimModelsArgs, write_sim_models_command
     from robot_rl.commands.symmetry import (
         CalibrateCameraArgs,
@@ -306,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
             return calibrate_camera_command(chosen)
         if isinstance(chosen, WriteSimModelsArgs):
             return write_sim_models_command(chosen)
+        if isinstance(chosen, ImportDemosArgs):
+            return import_demos_command(chosen)
+        if isinstance(chosen, ExportDemosArgs):
+            return export_demos_command(chosen)
         if isinstance(chosen, (RecordSuccessFailArgs, TrainClassifierArgs)):
             from robot_rl.commands.classifier import record_success_fail_command, train_classifier_command
 

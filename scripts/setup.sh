@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-time set-up on a fresh machine: a venv in .venv with robot_rl and its sim, warp, dist, ros and dev extras,
+# One-time set-up on a fresh machine: a venv in .venv with robot_rl and its sim, warp, dist, ros, data and dev extras,
 # and the ROS 2 package robot_rl_ros built with colcon into ros2_ws/install (the layout `ros2 launch` uses on a
 # robot).
 set -euo pipefail
@@ -11,7 +11,7 @@ python -m pip install --quiet --upgrade pip
 # CPU build of torch first (GPU users: install your CUDA torch build before this script; the package
 # itself only asks for a range).
 python -m pip install --quiet "torch==2.13.0"
-python -m pip install --quiet -e ".[sim,warp,dist,ros,dev]"
+python -m pip install --quiet -e ".[sim,warp,dist,ros,data,dev]"
 # ROS 2: robots use their system install (ROS_DISTRO is set there). Elsewhere the PyPI Kilted wheels give real
 # rclpy over DDS for the ROS tests and the sim robot node, and launch/launch_ros come as pure-Python wheels
 # built from the ROS 2 repositories (../shared/wheels/ros2-launch; without them the launch tests skip).

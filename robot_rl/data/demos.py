@@ -100,6 +100,46 @@ def code_version() -> str:
         return version
 
 
+def meta_document(meta: DemoMeta) -> dict[str, object]:
+    """The JSON document of ``meta`` (``meta.json``; also the first message of a recording)."""
+    return {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "task": meta.task,
+        "contract": None if meta.contract is None else meta.contract.to_dict(),
+        "observation_space": describe_space(meta.space()),
+        "action_dim": meta.action_dim,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "code_version": code_version(),
+        "notes": meta.notes,
+    }
+
+
+def check_meta_document(meta: object, where: str) -> dict[str, object]:
+    """``meta`` if it is a demo meta document of this format version; else ``DemoFormatError`` naming ``where``."""
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise DemoFormatError(f"{where}: not a {FORMAT_NAME} document (format={found!r})")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise DemoFormatError(
+            f"{where}: format_version {meta.get('format_version')!r} unsupported (expected {FORMAT_VERSION})"
+        )
+    for key in ("task", "observation_space", "action_dim"):
+        if key not in meta:
+            raise DemoFormatError(f"{where}: missing field {key!r}")
+    return meta
+
+
+def meta_from_document(doc: object, where: str) -> DemoMeta:
+    """The ``DemoMeta`` a meta document describes."""
+    meta = check_meta_document(doc, where)
+    contract = meta.get("contract")
+    return DemoMeta(task=str(meta["task"]),
+                    contract=ContractSpec.from_dict(contract) if isinstance(contract, dict) else None,
+                    observation_space=space_from_description(meta["observation_space"]),  # type: ignore[arg-type]
+                    action_dim=int(meta["action_dim"]), notes=str(meta.get("notes", "")))  # type: ignore[call-overload]
+
+
 def read_meta(path: str | os.PathLike[str]) -> dict[str, object]:
     """Read and check ``<path>/meta.json``; raise ``DemoFormatError`` naming the file on any problem."""
     file = Path(path) / META_FILE
@@ -107,16 +147,7 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, object]:
         meta = json.loads(file.read_text())
     except (OSError, ValueError) as e:
         raise DemoFormatError(f"{file}: cannot read demo metadata ({type(e).__name__}: {e})") from e
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise DemoFormatError(f"{file}: not a {FORMAT_NAME} directory (format={meta.get('format')!r})")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise DemoFormatError(
-            f"{file}: format_version {meta.get('format_version')!r} unsupported (expected {FORMAT_VERSION})"
-        )
-    for key in ("task", "observation_space", "action_dim"):
-        if key not in meta:
-            raise DemoFormatError(f"{file}: missing field {key!r}")
-    return meta
+    return check_meta_document(meta, str(file))
 
 
 def _episode_files(path: Path) -> list[Path]:
@@ -145,17 +176,7 @@ class DemoWriter:
                     "new meta (task, observation space or action dim differ); use another directory"
                 )
         else:
-            doc = {
-                "format": FORMAT_NAME,
-                "format_version": FORMAT_VERSION,
-                "task": meta.task,
-                "contract": None if meta.contract is None else meta.contract.to_dict(),
-                "observation_space": self.space_description,
-                "action_dim": meta.action_dim,
-                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "code_version": code_version(),
-                "notes": meta.notes,
-            }
+            doc = meta_document(meta)
             data = json.dumps(doc, indent=2).encode()
             atomic_write(self.path / META_FILE, lambda f: f.write(data))
         files = _episode_files(self.path)

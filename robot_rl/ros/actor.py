@@ -30,6 +30,7 @@ from robot_rl.teleop.intervention import INTERVENTION_MODES, InterventionMode
 
 if TYPE_CHECKING:
     from robot_rl.distributed.config import ActorConfig as LinkActorConfig
+    from robot_rl.formats.rosbag import EpisodeBagWriter
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,12 @@ class PolicyActorConfig:
     """Write loop timing and episode results as JSON here when the actor stops."""
     torch_threads: int = 1
     seed: int = 0
+    record: str = ""
+    """Record every episode into this new rosbag2 folder (MCAP): the observations as the bridges produced them
+    (with their stamps), the executed actions with intervention and safety flags, rewards and episode
+    boundaries; ``robot-rl import-demos`` turns it into demos (learner=none)."""
+    record_task: str = "robot"
+    """The task name the recording's episodes carry (what ``robot-rl train --demos`` checks)."""
     intervention_mode: InterventionMode = "hil"
     """learner=remote: ``hil`` (interventions also fill the learner's demo buffer) or ``rlif`` (the only
     reward is -1 on the policy step before each takeover); must match the learner's
@@ -65,6 +72,9 @@ class PolicyActorConfig:
                              f"got {self.intervention_mode!r}")
         if self.episodes < 0:
             raise ValueError(f"PolicyActorConfig.episodes must be >= 0, got {self.episodes}")
+        if self.record and self.learner == "remote":
+            raise ValueError("PolicyActorConfig.record records the actor's own loop (learner=none); with "
+                             "learner=remote the learner keeps every transition in its replay log")
 
 
 class Policy(Protocol):
@@ -191,12 +201,17 @@ class ActorStats:
 
 
 def run_actor(env: gym.Env, policy: Policy, learner: LearnerLink, episodes: int = 0,
-              should_stop: Callable[[], bool] = lambda: False, stats: ActorStats | None = None) -> ActorStats:
+              should_stop: Callable[[], bool] = lambda: False, stats: ActorStats | None = None,
+              recorder: EpisodeBagWriter | None = None) -> ActorStats:
     """Reset/act/step until ``episodes`` are done (0: until ``should_stop``). The executed action (the
-    human's during an intervention) is what the learner receives."""
+    human's during an intervention) is what the learner receives, and what ``recorder`` records, at the
+    observations' own stamps where the env has them."""
     stats = stats if stats is not None else ActorStats()
+    stamp = lambda: getattr(env.unwrapped, "observation_stamp_ns", None)  # noqa: E731
     while not should_stop() and (episodes == 0 or stats.episodes < episodes):
         obs, _ = env.reset()
+        if recorder is not None:
+            recorder.begin(obs, stamp())
         if (reset := getattr(policy, "reset", None)) is not None:
             reset()  # a policy with memory (a base's chunk queue) starts the episode afresh
         done = False
@@ -208,6 +223,8 @@ def run_actor(env: gym.Env, policy: Policy, learner: LearnerLink, episodes: int 
             info = step.info
             stats.interventions += int(step.transition.intervention)
             learner.add(step)
+            if recorder is not None:
+                recorder.record(step, stamp())
             learner.sync(policy)
             obs, done = step.transition.next_obs, step.done
             stats.steps += 1
@@ -215,6 +232,15 @@ def run_actor(env: gym.Env, policy: Policy, learner: LearnerLink, episodes: int 
             stats.episodes += 1
             stats.successes += int(bool(info.get("is_success")))
     return stats
+
+
+def make_recorder(cfg: PolicyActorConfig, env: gym.Env) -> EpisodeBagWriter | None:
+    if not cfg.record:
+        return None
+    from robot_rl.data.demos import DemoMeta
+    from robot_rl.formats.rosbag import EpisodeBagWriter
+
+    return EpisodeBagWriter(cfg.record, DemoMeta.for_env(cfg.record_task, env, notes="ROS 2 policy actor"))
 
 
 def write_stats(path: str, stats: ActorStats, env: gym.Env) -> None:

@@ -28,8 +28,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import SetBool, Trigger
 
+from robot_rl.envs import names
 from robot_rl.envs.geometry import matrix_to_rotvec, quat_to_matrix, rotation_angle_between
-from robot_rl.ros import names
 from robot_rl.ros.command_backends import make_backend
 from robot_rl.ros.drops import DropLog
 from robot_rl.ros.gripper import make_gripper
@@ -41,7 +41,7 @@ from robot_rl.ros.mux import InterventionMux
 from robot_rl.ros.qos import CMD, EVENTS, LATCH, SENSOR
 from robot_rl.ros.selfcheck import graph_problems, message_class
 from robot_rl.ros.state import StateAssembler
-from robot_rl.safety.filter import SafetyFilter, Sent
+from robot_rl.safety.filter import SafetyFilter, Sent, state_index
 
 _LEVEL = {"active": DiagnosticStatus.OK, "holding": DiagnosticStatus.WARN, "inactive": DiagnosticStatus.WARN,
           "faulted": DiagnosticStatus.ERROR, "estopped": DiagnosticStatus.ERROR}
@@ -249,7 +249,7 @@ class RobotBridge:
         action = np.zeros(7) if refused else sent.action  # refused: the arm held, i.e. executed "no motion"
         state = sent.state if sent is not None else "inactive"
         values = [*action, float(intervened), float(bool(sent and sent.safety_clipped)), float(refused),
-                  float(names.state_index(state)), names.NO_COMMAND if cmd_s is None else cmd_s]
+                  float(state_index(state)), names.NO_COMMAND if cmd_s is None else cmd_s]
         self.executed_pub.publish(named_vector(names.EXECUTED_NAMES, values, msg.header.stamp))
 
     def _on_estop(self, msg: Bool) -> None:

@@ -17,7 +17,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
 
-from robot_rl.ros import names
+from robot_rl.envs import names
 from robot_rl.ros.drops import DropLog
 from robot_rl.ros.hardware import CameraConfig
 from robot_rl.ros.images import CropResize, compressed_to_rgb, require_opencv

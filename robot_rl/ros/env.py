@@ -26,8 +26,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_srvs.srv import Trigger
 
+from robot_rl.envs import names
 from robot_rl.envs.contract import ACTION_DIM, check_action, image_key
-from robot_rl.ros import names
 from robot_rl.ros.hardware import load_arm_config, load_camera_config
 from robot_rl.ros.messages import from_stamp, image_from_msg, named_vector
 from robot_rl.ros.params import RosEnvConfig
@@ -191,6 +191,12 @@ class RosArmEnv(gym.Env):
         self.stats.steps += 1
         self._returned_at = time.monotonic()
         return obs, reward, terminated, truncated, info
+
+    @property
+    def observation_stamp_ns(self) -> int | None:
+        """The bridge's stamp of the observation last returned (ns), as recordings carry it."""
+        stamp = self._obs_stamp
+        return None if stamp is None else stamp.sec * 10**9 + stamp.nanosec
 
     # --- internals ---------------------------------------------------------------------------------------
     def _on_echo(self, msg: JointState) -> None:

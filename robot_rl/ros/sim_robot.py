@@ -24,7 +24,7 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from robot_rl.ros import names
+from robot_rl.envs import names
 from robot_rl.ros.hardware import ArmConfig
 from robot_rl.ros.messages import image_msg, named_vector, pose_from_msg, pose_msg
 from robot_rl.ros.params import SimRobotConfig

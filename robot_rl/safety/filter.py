@@ -45,6 +45,13 @@ from robot_rl.safety.gate import limit_tilt, pose_step, step_toward, tool_tilt
 Kind = Literal["pose", "velocity"]
 State = Literal["inactive", "holding", "active", "faulted", "estopped"]
 STATES: tuple[State, ...] = ("inactive", "holding", "active", "faulted", "estopped")
+
+
+def state_index(state: State) -> int:
+    """The number a state travels as (``rl/executed_action``'s ``state``)."""
+    return STATES.index(state)
+
+
 _EYE = np.eye(3)
 READING_SLACK_M = 0.01
 """Noise and delivery jitter allowed on top of ``max_measured_speed_m_s`` (readings batched by a stall arrive

@@ -112,6 +112,9 @@ class TrainConfig:
     again: +16% updates/s for a 10-critic learner on CPU (docs/benchmarks.md). 0: the C library's defaults."""
     video: Literal["auto", "on", "off"] = "auto"
     """Evaluation video: ``auto`` records for pixel runs."""
+    record_episodes: bool = False
+    """Record every training episode (observations, executed actions, rewards, interventions, boundaries) as a
+    rosbag2 recording (MCAP) under ``<run>/recordings/train-NNN``; ``robot-rl import-demos`` reads it back."""
     progress: bool = True
     """Show a progress bar."""
     actors: int = 0
@@ -167,6 +170,9 @@ class TrainConfig:
             self._check_parallel()
         if self.init_from is not None and not Path(self.init_from).exists():
             raise ValueError(f"TrainConfig.init_from: no such run folder or checkpoint {self.init_from}")
+        if self.record_episodes and self.actors > 0:
+            raise ValueError(f"TrainConfig.record_episodes records the single-process loop; drop --actors "
+                             f"{self.actors}, or record the policy with `robot-rl eval RUN --record DIR`")
         if self.teleop not in ("none", "scripted") and self.actors > 0:
             raise ValueError(
                 f"TrainConfig.teleop={self.teleop!r} cannot drive {self.actors} actor processes; with --actors "
@@ -184,6 +190,7 @@ class TrainConfig:
             (self.env.env_factory is not None, f"--env-factory {self.env.env_factory!r}"),
             (self.env.base_policy is not None, f"--base-policy {self.env.base_policy!r}"),
             (self.env.reward_classifier is not None, f"--reward-classifier {self.env.reward_classifier}"),
+            (self.record_episodes, "--record-episodes (record its policy with `robot-rl eval RUN --record DIR`)"),
         ]
         for bad, flag in refused:
             if bad:

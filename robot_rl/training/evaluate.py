@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import gymnasium as gym
 import numpy as np
@@ -12,6 +13,9 @@ import torch
 
 from robot_rl.agents.data_parallel import DataParallel
 from robot_rl.envs.success import Criterion, EpisodeSuccess
+
+if TYPE_CHECKING:
+    from robot_rl.formats.rosbag import EpisodeBagWriter
 
 # Seed ranges never overlap: training episodes, demo recording and evaluation each get their own.
 TRAIN_SEED_BASE = 0
@@ -78,22 +82,30 @@ def evaluate(
     record_episodes: int = 1,
     criterion: Criterion = "any",
     reset: Callable[[], None] | None = None,
+    recorder: EpisodeBagWriter | None = None,
 ) -> EvalResult:
     """Run ``episodes`` episodes with seeds ``seed_base + i``; an episode succeeds by ``criterion`` (at any step
     or at the final one). Append rendered frames of the first ``record_episodes`` to ``frames`` when given (env
-    must have ``render_mode="rgb_array"``). ``reset`` is called at every episode start (a policy with memory)."""
+    must have ``render_mode="rgb_array"``). ``reset`` is called at every episode start (a policy with memory).
+    ``recorder``: every episode also goes into this rosbag2 recording."""
     successes: int | None = None
     returns, lengths = [], []
     for i in range(episodes):
         obs, info = env.reset(seed=seed_base + i)
         if reset is not None:
             reset()
+        if recorder is not None:
+            recorder.begin(obs)
         done, total, length = False, 0.0, 0
         success = EpisodeSuccess(criterion)
         while not done:
             if frames is not None and i < record_episodes:
                 frames.append(env.render())
-            obs, reward, terminated, truncated, info = env.step(policy(obs))
+            action = policy(obs)
+            obs, reward, terminated, truncated, info = env.step(action)
+            if recorder is not None:
+                recorder.step(action, float(reward), obs, infos={"is_success": bool(info.get("is_success"))},
+                              terminated=terminated, truncated=truncated)
             total += float(reward)
             length += 1
             success.step(info)

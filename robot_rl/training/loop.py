@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm import tqdm
@@ -39,6 +39,9 @@ from robot_rl.training.hil import (
     wrap_training_env,
 )
 from robot_rl.training.run_dir import RunDir, read_checkpoint
+
+if TYPE_CHECKING:
+    from robot_rl.formats.rosbag import EpisodeBagWriter
 
 
 class Trainer(LearnerCore):
@@ -98,6 +101,9 @@ class Trainer(LearnerCore):
         cfg = self.train
         env = self.env
         obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
+        recorder = self._recorder()
+        if recorder is not None:
+            recorder.begin(obs)
         guide = self.jump_start
         if guide is not None:
             guide.start_episode()
@@ -124,6 +130,8 @@ class Trainer(LearnerCore):
                 action = self.agent.act(obs, deterministic=False)
             step = step_env(env, obs, action)
             self.router.add(step.transition)
+            if recorder is not None:
+                recorder.record(step)
             obs, info = step.transition.next_obs, step.info
             self.env_steps += 1
             episode_return += step.transition.reward
@@ -149,6 +157,8 @@ class Trainer(LearnerCore):
                                  {"return": episode_return, "length": episode_length, **known,
                                   **episode_metrics(info)})
                 obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
+                if recorder is not None:
+                    recorder.begin(obs)
                 if guide is not None:
                     guide.start_episode()
                 episode_return, episode_length = 0.0, 0
@@ -160,6 +170,8 @@ class Trainer(LearnerCore):
             ups = timed / update_time if update_time > 0 else 0.0
             bar.set_postfix(ep=self.episodes, eval=self._eval_str(), ups=f"{ups:.0f}", refresh=False)
         bar.close()
+        if recorder is not None:
+            recorder.close()  # an open episode is kept, marked truncated and interrupted
         self.router.flush()
         self.replay.end_episode()  # the budget may end mid-episode: keep its steps, bootstrapped
         self._checkpoint()
@@ -169,6 +181,21 @@ class Trainer(LearnerCore):
         if device is not None and device.is_connected:
             device.disconnect()
         return self.last_eval
+
+    def _recorder(self) -> EpisodeBagWriter | None:
+        """``--record-episodes``: this run's training episodes as a rosbag2 recording in a new folder under
+        ``<run>/recordings`` (one per start: a resumed run records beside the earlier ones)."""
+        if not self.train.record_episodes:
+            return None
+        from robot_rl.data.demos import DemoMeta
+        from robot_rl.formats.rosbag import EpisodeBagWriter
+
+        root = self.run_dir.path / "recordings"
+        root.mkdir(exist_ok=True)
+        path = root / f"train-{len(list(root.glob('train-*'))):03d}"
+        self._log_line(f"recording training episodes to {path}")
+        return EpisodeBagWriter(path, DemoMeta.for_env(self.train.env.task, without_teleop(self.env),
+                                                       notes=f"training episodes of {self.run_dir.path}"))
 
     def _eval_str(self) -> str:
         rate = None if self.last_eval is None else self.last_eval.success_rate

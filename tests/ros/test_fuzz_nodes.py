@@ -36,8 +36,8 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
+from robot_rl.envs import names
 from robot_rl.envs.geometry import rotation_angle_between
-from robot_rl.ros import names
 from robot_rl.ros.bridge import RobotBridge
 from robot_rl.ros.camera import CameraBridge
 from robot_rl.ros.hardware import CameraConfig, load_arm_config
@@ -65,8 +65,12 @@ ARMS = {
 def _context():
     context = Context()
     rclpy.init(context=context)
-    RecordingNode.context_ = context
+    # One real node for the whole module: the rigs borrow its names, logger and graph queries, so an example
+    # costs no DDS traffic (creating and destroying a node per example would, and slowly on a busy machine).
+    RecordingNode.shared = Node("fuzz_nodes", context=context, start_parameter_services=False,
+                                enable_rosout=False)
     yield
+    RecordingNode.shared.destroy_node()
     rclpy.try_shutdown(context=context)
 
 
@@ -83,32 +87,35 @@ class _Timer:
         pass
 
 
-class RecordingNode(Node):
-    """A real rclpy node whose publishers record, whose subscriptions and timers are called by the test."""
+class RecordingNode:
+    """A node for one rig: publishers record, subscriptions and timers are called by the test, everything else
+    (logger, clock, topic-name resolution, graph queries) is the module's real rclpy node."""
 
-    context_: Context
+    shared: Node
 
-    def __init__(self, name: str) -> None:
+    def __init__(self) -> None:
         self.pubs: dict[str, Recorder] = {}
         self.subs: dict[str, list] = {}
         self.timers_: list = []
-        super().__init__(name, context=self.context_, start_parameter_services=False, enable_rosout=False)
 
-    def create_publisher(self, msg_type, topic, qos, **_):  # type: ignore[override]
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.shared, name)
+
+    def create_publisher(self, msg_type, topic, qos, **_):
         self.pubs[topic] = Recorder(topic)
         return self.pubs[topic]
 
-    def create_subscription(self, msg_type, topic, callback, qos, **_):  # type: ignore[override]
+    def create_subscription(self, msg_type, topic, callback, qos, **_):
         self.subs.setdefault(topic, []).append(callback)
 
-    def create_timer(self, period, callback, **_):  # type: ignore[override]
+    def create_timer(self, period, callback, **_):
         self.timers_.append(callback)
         return _Timer()
 
-    def create_service(self, *_, **__):  # type: ignore[override]
+    def create_service(self, *_, **__):
         return None
 
-    def create_client(self, *_, **__):  # type: ignore[override]
+    def create_client(self, *_, **__):
         return None
 
 
@@ -136,7 +143,7 @@ class BridgeRig:
     def __init__(self, config: str) -> None:
         CLOCK[0] = 1000.0
         self.arm = arm = load_arm_config(config)
-        self.node = RecordingNode("fuzz_bridge")
+        self.node = RecordingNode()
         self.bridge = ClockedBridge(self.node, arm, 500.0)
         self.filter = self.bridge.filter
         self.position, self.q = ARMS[config]
@@ -152,9 +159,6 @@ class BridgeRig:
         self.tick(all_timers=True)  # the watchdog tick takes in the inputs' health
         self.act(np.zeros(7))
         assert self.filter.state == "active", self.filter.status()
-
-    def close(self) -> None:
-        self.node.destroy_node()
 
     # --- inputs ---
     def feed(self, topic: str, msg: Any) -> None:
@@ -250,11 +254,7 @@ def bridge_fuzz(kind_events):
         @FUZZ
         @given(configs, st.lists(st.one_of(good, kind_events), min_size=1, max_size=30))
         def test(config: str, events: list[tuple]) -> None:
-            rig = BridgeRig(config)
-            try:
-                run(rig, events, check_event)
-            finally:
-                rig.close()
+            run(BridgeRig(config), events, check_event)
         test.__doc__ = check_event.__doc__
         return test
     return decorate
@@ -428,7 +428,7 @@ class CameraRig:
     def __init__(self, transport: str) -> None:
         self.cfg = CameraConfig(name="front", topic="cam/image_raw", input_hw_px=(48, 64), transport=transport,  # type: ignore[arg-type]
                                 crop_xywh_px=(8, 0, 48, 48), output_hw_px=(16, 16), reliability="reliable")
-        self.node = RecordingNode("fuzz_camera")
+        self.node = RecordingNode()
         self.bridge = CameraBridge(self.node, self.cfg)
         self.out = self.node.pubs[names.image_topic("front")].sent
 
@@ -443,38 +443,34 @@ def test_fuzz_images(events: list[tuple]) -> None:
     output size only when the frame is the configured size, otherwise counted once."""
     cv2 = pytest.importorskip("cv2")
     rigs = {t: CameraRig(t) for t in ("raw", "compressed")}
-    try:
-        for ev in events:
-            stamp = rclpy.time.Time(seconds=1).to_msg()
-            if ev[0] in ("raw", "right_size"):
-                rig = rigs["raw"]
-                if ev[0] == "raw":
-                    _, enc, h, w, step, size = ev
-                    msg = Image(encoding=enc, height=h, width=w, step=step, data=bytes(size % 20_000))
-                else:
-                    channels = {"rgb8": 3, "bgr8": 3, "mono8": 1}[ev[1]]
-                    msg = Image(encoding=ev[1], height=48, width=64, step=64 * channels,
-                                data=bytes(48 * 64 * channels))
-                msg.header.stamp = stamp
-                callback = rig.bridge._on_raw
+    for ev in events:
+        stamp = rclpy.time.Time(seconds=1).to_msg()
+        if ev[0] in ("raw", "right_size"):
+            rig = rigs["raw"]
+            if ev[0] == "raw":
+                _, enc, h, w, step, size = ev
+                msg = Image(encoding=enc, height=h, width=w, step=step, data=bytes(size % 20_000))
             else:
-                rig = rigs["compressed"]
-                (h, w), corrupt = ev[1], ev[2]
-                data = cv2.imencode(".jpg", np.zeros((h, w, 3), np.uint8))[1].tobytes()
-                msg = CompressedImage(format="jpeg", data=data[: len(data) // 2] + b"x" if corrupt else data)
-                msg.header.stamp = stamp
-                callback = rig.bridge._on_compressed
-            before, published = rig.counted(), len(rig.out)
-            callback(msg)
-            assert rig.bridge.drops.counts["callback_errors"] == 0
-            if len(rig.out) > published:
-                out = rig.out[-1]
-                assert (out.height, out.width, out.encoding) == (16, 16, "rgb8") and rig.counted() == before
-            else:
-                assert rig.counted() == before + 1, "a dropped frame was not counted"
-    finally:
-        for rig in rigs.values():
-            rig.node.destroy_node()
+                channels = {"rgb8": 3, "bgr8": 3, "mono8": 1}[ev[1]]
+                msg = Image(encoding=ev[1], height=48, width=64, step=64 * channels,
+                            data=bytes(48 * 64 * channels))
+            msg.header.stamp = stamp
+            callback = rig.bridge._on_raw
+        else:
+            rig = rigs["compressed"]
+            (h, w), corrupt = ev[1], ev[2]
+            data = cv2.imencode(".jpg", np.zeros((h, w, 3), np.uint8))[1].tobytes()
+            msg = CompressedImage(format="jpeg", data=data[: len(data) // 2] + b"x" if corrupt else data)
+            msg.header.stamp = stamp
+            callback = rig.bridge._on_compressed
+        before, published = rig.counted(), len(rig.out)
+        callback(msg)
+        assert rig.bridge.drops.counts["callback_errors"] == 0
+        if len(rig.out) > published:
+            out = rig.out[-1]
+            assert (out.height, out.width, out.encoding) == (16, 16, "rgb8") and rig.counted() == before
+        else:
+            assert rig.counted() == before + 1, "a dropped frame was not counted"
 
 
 @FUZZ

@@ -17,7 +17,7 @@ from rclpy.node import Node  # noqa: E402
 from ros_harness import ros_domain  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from robot_rl.ros import names  # noqa: E402
+from robot_rl.envs import names  # noqa: E402
 from robot_rl.ros.env import RosArmEnv, RosEnvConfig  # noqa: E402
 
 

@@ -30,7 +30,7 @@ from rclpy.parameter import parameter_value_to_python
 from ros_harness import FakeDriver, process_env, wait_for
 from sensor_msgs.msg import JointState
 
-from robot_rl.ros import names
+from robot_rl.envs import names
 from robot_rl.ros.qos import EVENTS
 
 MISSING = [m for m in ("launch", "launch_ros", "ros2launch") if importlib.util.find_spec(m) is None]

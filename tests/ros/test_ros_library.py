@@ -9,11 +9,11 @@ pytest.importorskip("yaml")  # PyYAML: comes with the ROS wheels (the ros extra)
 
 from robot_rl.envs.contract import STATE_LAYOUT
 from robot_rl.envs.geometry import matrix_to_rot6d, rotvec_to_matrix
+from robot_rl.envs.names import ACTION_NAMES, pick
 from robot_rl.ros.hardware import load_arm_config
 from robot_rl.ros.images import CropResize, image_to_rgb
 from robot_rl.ros.kinematics import DHChain
 from robot_rl.ros.mux import InterventionMux
-from robot_rl.ros.names import ACTION_NAMES, pick
 from robot_rl.ros.state import StateAssembler
 from robot_rl.ros.teleop import JoyMapper, TeleopConfig
 

@@ -19,7 +19,7 @@ from ros_harness import FakeDriver, wait_for
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from robot_rl.ros import names
+from robot_rl.envs import names
 from robot_rl.ros.hardware import load_arm_config
 from robot_rl.ros.kinematics import DHChain
 from robot_rl.ros.messages import named_vector, pose_from_msg

@@ -17,7 +17,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from ros_harness import wait_for
 from sensor_msgs.msg import CompressedImage, Image
 
-from robot_rl.ros import names
+from robot_rl.envs import names
 from robot_rl.ros.messages import image_from_msg, image_msg
 from robot_rl.ros.qos import EVENTS
 

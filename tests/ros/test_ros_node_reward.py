@@ -15,13 +15,13 @@ from conftest import ros_session
 from ros_harness import wait_for
 from sensor_msgs.msg import Image, JointState
 
+from robot_rl.envs import names
 from robot_rl.envs.contract import STATE_DIM, STATE_LAYOUT
 from robot_rl.rewards import StateCheck, classifier_reward, load_classifier
 from robot_rl.rewards.classifier import save_classifier
 from robot_rl.rewards.state_check import parse_state_check
 from robot_rl.rewards.testing import TINY_CONFIG, synthetic_frames, synthetic_image
 from robot_rl.rewards.train import train_classifier
-from robot_rl.ros import names
 from robot_rl.ros.messages import image_msg, named_vector
 from robot_rl.ros.qos import SENSOR
 from robot_rl.ros.reward import RewardNodeConfig

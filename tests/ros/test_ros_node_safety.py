@@ -21,7 +21,7 @@ from sensor_msgs.msg import JointState, Joy
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
-from robot_rl.ros import names
+from robot_rl.envs import names
 from robot_rl.ros.hardware import load_arm_config
 from robot_rl.ros.messages import named_vector, pose_from_msg, pose_msg
 from robot_rl.ros.qos import CMD, EVENTS, LATCH

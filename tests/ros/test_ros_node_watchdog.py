@@ -17,7 +17,7 @@ from geometry_msgs.msg import PoseStamped, TwistStamped
 from ros_harness import FakeDriver, wait_for
 from sensor_msgs.msg import JointState
 
-from robot_rl.ros import names
+from robot_rl.envs import names
 from robot_rl.ros.hardware import load_arm_config
 from robot_rl.ros.messages import pose_from_msg
 from robot_rl.ros.qos import CMD, EVENTS

@@ -62,6 +62,11 @@ def names(args: Mapping[str, str], name: str) -> list[str]:
     return [v.strip() for v in args[name].split(",") if v.strip()]
 
 
+def recording(args: Mapping[str, str]) -> dict[str, str]:
+    """The actor's recording parameters, when ``record:=DIR`` is given."""
+    return {"actor.record": args["record"], "actor.record_task": args["record_task"]} if args["record"] else {}
+
+
 # --- sim_robot.launch.py ---
 def _sim_robot_arguments() -> list[Argument]:
     from robot_rl.ros.actor import PolicyActorConfig
@@ -78,6 +83,9 @@ def _sim_robot_arguments() -> list[Argument]:
         Argument("policy", default_of(PolicyActorConfig, "policy"), "checkpoint | network | random | zero"),
         Argument("checkpoint", default_of(PolicyActorConfig, "checkpoint"),
                  "run folder or checkpoint file (policy:=checkpoint)"),
+        Argument("record", default_of(PolicyActorConfig, "record"),
+                 "record every episode into this new rosbag2 folder (MCAP; link:=none)"),
+        Argument("record_task", default_of(PolicyActorConfig, "record_task"), "task name of the recorded episodes"),
     ]
 
 
@@ -96,7 +104,7 @@ def _sim_robot(args: Mapping[str, str]) -> list[Plan]:
     if flag(args, "actor"):
         # The sim robot publishes rl/reward (a real arm does not): the actor reads it.
         actor: dict[str, Any] = {"env.hardware_config": hw, "env.reward": True, "actor.policy": args["policy"],
-                                 "actor.checkpoint": args["checkpoint"]}
+                                 "actor.checkpoint": args["checkpoint"], **recording(args)}
         if cameras:
             actor["env.cameras"] = [f"sim_{c}" for c in cameras]
         else:
@@ -122,6 +130,9 @@ def _real_arm_arguments() -> list[Argument]:
         Argument("policy", default_of(PolicyActorConfig, "policy"),
                  "checkpoint | network | random | zero (holds still)"),
         Argument("checkpoint", default_of(PolicyActorConfig, "checkpoint"), "run folder or checkpoint file"),
+        Argument("record", default_of(PolicyActorConfig, "record"),
+                 "record every episode into this new rosbag2 folder (MCAP; link:=none)"),
+        Argument("record_task", default_of(PolicyActorConfig, "record_task"), "task name of the recorded episodes"),
         Argument("reward", default_of(RosEnvConfig, "reward"),
                  "read reward/success from rl/reward (a reward node; implied by reward_classifier)"),
         Argument("reward_classifier", "", "classifier file (robot-rl train-classifier): start the reward node"),
@@ -156,7 +167,8 @@ def _real_arm(args: Mapping[str, str]) -> list[Plan]:
         actor: dict[str, Any] = {
             "env.hardware_config": hw, "env.reward": flag(args, "reward") or bool(classifier),
             "actor.policy": args["policy"], "actor.checkpoint": args["checkpoint"], "actor.learner": args["link"],
-            "actor.learner_address": args["learner_address"], "actor.intervention_mode": args["intervention_mode"]}
+            "actor.learner_address": args["learner_address"], "actor.intervention_mode": args["intervention_mode"],
+            **recording(args)}
         if cameras:
             actor["env.cameras"] = cameras
         out.append(NodePlan("policy_actor", ns, overrides=actor, rt_priority=rt))

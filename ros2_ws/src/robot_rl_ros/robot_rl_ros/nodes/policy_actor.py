@@ -11,6 +11,7 @@ from robot_rl.ros.actor import (
     ActorStats,
     NoLearner,
     PolicyActorConfig,
+    make_recorder,
     run_actor,
     run_remote,
     write_stats,
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
         env = RosArmEnv(env_cfg, node, should_stop=stop)
         policy = None if remote else POLICIES[cfg.policy](cfg, env)
         learner = NoLearner() if remote else LEARNERS[cfg.learner](cfg, env)
+        recorder = make_recorder(cfg, env)
     spinner = BackgroundSpinner(node)
     log = node.get_logger()
     log.info(f"policy actor at {env.arm.control_hz} Hz: " +
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
             if not STOP.requested:
                 log.info(f"done: {summary}")
         else:
-            run_actor(env, policy, learner, cfg.episodes, should_stop=stop, stats=stats)
+            run_actor(env, policy, learner, cfg.episodes, should_stop=stop, stats=stats, recorder=recorder)
             if not STOP.requested:
                 log.info(f"done: {stats.episodes} episodes, {stats.successes} successes")
     except (StopRequested, KeyboardInterrupt):  # a wait abandoned for the stop, or a second signal
@@ -62,6 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         write_stats(cfg.stats_path, stats, env)
         learner.close()
+        if recorder is not None:
+            recorder.close()  # an episode the stop cut is kept, marked interrupted
+            log.info(f"recording: {cfg.record} ({recorder.episode} episodes)")
         if STOP.requested:
             log.info(f"stopped ({STOP.signal_name}) after {stats.steps} steps, {stats.episodes} episodes")
         spinner.stop()

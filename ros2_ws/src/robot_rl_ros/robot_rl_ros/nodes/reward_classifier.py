@@ -9,8 +9,8 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 
+from robot_rl.envs import names
 from robot_rl.envs.contract import image_key
-from robot_rl.ros import names
 from robot_rl.ros.messages import image_from_msg, named_vector
 from robot_rl.ros.qos import SENSOR
 from robot_rl.ros.reward import STATE_KEY, RewardCore, RewardNodeConfig

@@ -8,7 +8,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState, Joy
 
-from robot_rl.ros import names
+from robot_rl.envs import names
 from robot_rl.ros.messages import named_vector
 from robot_rl.ros.qos import SENSOR
 from robot_rl.ros.runtime import declare_dataclass, init, spin

@@ -1,4 +1,5 @@
-"""Topic names and named-vector labels of the RL interfaces (pure Python: shared by nodes, env and tests).
+"""Topic names and named-vector labels of the RL interface over ROS 2: the contract on the wire (pure Python:
+shared by the nodes, the ROS env, recordings of episodes and tests).
 
 RL vectors travel as ``sensor_msgs/JointState`` used as a *named vector*: ``name`` = labels, ``position`` =
 values, ``header.stamp`` = stamp of the source observation. Stamped, self-describing, a standard message.
@@ -11,14 +12,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from robot_rl.envs.contract import STATE_LAYOUT
-from robot_rl.safety.filter import STATES
 
 ACTION_NAMES = ("dx", "dy", "dz", "drx", "dry", "drz", "gripper")
 INTERVENTION_NAMES = ("active", *ACTION_NAMES)
 EXECUTED_NAMES = (*ACTION_NAMES, "intervention", "safety_clipped", "refused", "state", "command_stamp")
 """``rl/executed_action``: the action the bridge executed (zeros when refused: the arm held), flags, the safety
-filter's state (index into ``STATES``) and the stamp (s) of the command it sent (``NO_COMMAND``: none). No NaN
-goes out on any topic."""
+filter's state (``robot_rl.safety.filter.state_index``) and the stamp (s) of the command it sent (``NO_COMMAND``:
+none). No NaN goes out on any topic."""
 NO_COMMAND = -1.0
 REWARD_NAMES = ("reward", "success")
 STATE_NAMES = tuple(STATE_LAYOUT.names())
@@ -40,10 +40,6 @@ def image_topic(camera: str) -> str:
 def image_status_topic(camera: str) -> str:
     """The camera bridge's counters (DiagnosticArray)."""
     return f"rl/images/{camera}/status"
-
-
-def state_index(state: str) -> int:
-    return STATES.index(state)  # type: ignore[arg-type]
 
 
 def pick(names: Sequence[str], values: Sequence[float], wanted: Sequence[str]) -> np.ndarray | None:
