@@ -1,6 +1,7 @@
 """What recording episodes costs the control loop, and what it writes.
 
     python bench/recording.py [--steps 3000] [--image-size 128] [--cameras 2] [--hz 10]
+    python bench/recording.py --roundtrip [--episodes 5]
 
 The ROS 2 policy actor records in its control loop: each step it calls ``EpisodeBagWriter.record`` with the
 step's observations (state, privileged state and ``--cameras`` rgb images of ``--image-size``), executed
@@ -9,6 +10,11 @@ action, reward and infos (what ``robot_rl.formats.rosbag`` writes). This times t
 Camera frames are synthetic scenes (a lit table, a moving block, sensor noise); raw images are recorded
 uncompressed, as ``ros2 bag record`` records them, so their content does not change the size.
 Prints one JSON line.
+
+``--roundtrip``: scripted pick_cube demos with two 64x64 cameras go out as a rosbag2 recording and as LeRobot
+datasets at four video settings, and come back through ``import-demos``' readers: whether state, actions,
+rewards and flags are exact, the images' mean and largest error (0-255), and the sizes on disk against the
+demo folder.
 """
 
 from __future__ import annotations
@@ -37,13 +43,56 @@ def frames(size: int, n: int, seed: int) -> np.ndarray:
     return out
 
 
+def roundtrip(episodes: int) -> dict:
+    from robot_rl.data.demos import load_demos, meta_from_document, read_meta
+    from robot_rl.formats.lerobot import VideoSettings, read_lerobot_dataset, write_lerobot_dataset
+    from robot_rl.formats.rosbag import read_episodes_bag, write_episodes_bag
+    from robot_rl.training.env_factory import make_training_env
+    from robot_rl.training.record import record_scripted_demos
+
+    def size(path: Path) -> float:
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+
+    out: dict = {"episodes": episodes}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        env = make_training_env("pick_cube", "pixels", 64)
+        record_scripted_demos(env, "pick_cube", episodes, root / "demos", seed=0)
+        demos = load_demos(root / "demos")
+        meta = meta_from_document(read_meta(root / "demos"), "demos")
+        out["steps"] = sum(len(e) for e in demos)
+        out["demo_folder_mb"] = round(size(root / "demos"), 2)
+        copies = {"rosbag": read_episodes_bag(write_episodes_bag(root / "bag", meta, demos))[1]}
+        out["rosbag_mb"] = round(size(root / "bag"), 2)
+        for crf, pix in ((0, "yuv444p"), (0, "yuv420p"), (18, "yuv420p"), (30, "yuv420p")):
+            name = f"lerobot_crf{crf}_{pix}"
+            path = write_lerobot_dataset(root / name, meta, demos, VideoSettings(crf=crf, pix_fmt=pix))
+            copies[name] = read_lerobot_dataset(path)[1]
+            out[f"{name}_mb"] = round(size(path), 2)
+        for name, back in copies.items():
+            exact = all(np.array_equal(a.actions, b.actions) and np.array_equal(a.rewards, b.rewards)
+                        and np.array_equal(a.observations["state"], b.observations["state"])
+                        and a.terminated == b.terminated and a.truncated == b.truncated
+                        for a, b in zip(demos, back, strict=True))
+            errors = np.concatenate([np.abs(a.observations[k].astype(int) - b.observations[k].astype(int)).ravel()
+                                     for a, b in zip(demos, back) for k in a.observations if k.startswith("images/")])
+            out[name] = {"state_actions_exact": exact, "image_error_mean": round(float(errors.mean()), 3),
+                         "image_error_max": int(errors.max())}
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--roundtrip", action="store_true")
+    p.add_argument("--episodes", type=int, default=5)
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--cameras", type=int, default=2)
     p.add_argument("--hz", type=float, default=10.0)
     args = p.parse_args()
+    if args.roundtrip:
+        print(json.dumps(roundtrip(args.episodes)))
+        return
 
     from robot_rl.data.demos import DemoMeta
     from robot_rl.data.transition import EnvStep, Transition, typed_extras

@@ -30,6 +30,17 @@ class EvalArgs:
 
 
 @dataclass(frozen=True)
+class ReportArgs:
+    """A one-page HTML summary of a run folder that opens offline: curves with confidence bands, every
+    evaluation, stills of the latest evaluation video, config and git state."""
+
+    run: tyro.conf.Positional[Path]
+    """The run folder."""
+    out: Path | None = None
+    """Where to write the page (default ``<run>/report.html``)."""
+
+
+@dataclass(frozen=True)
 class RecordDemosArgs:
     """Record demonstrations with a task's scripted expert, in the on-disk demo format."""
 
@@ -258,6 +269,7 @@ def parse(argv: list[str]) -> object:
         Annotated[TrainConfig, tyro.conf.subcommand("train", default=train, description="Train SAC/RLPD on a task.")]
         | Annotated[EvalArgs, tyro.conf.subcommand("eval")]
         | Annotated[RecordDemosArgs, tyro.conf.subcommand("record-demos")]
+        | Annotated[ReportArgs, tyro.conf.subcommand("report")]
         | Annotated[ImportDemosArgs, tyro.conf.subcommand("import-demos")]
         | Annotated[ExportDemosArgs, tyro.conf.subcommand("export-demos")]
         | Annotated[LearnerConfig, tyro.conf.subcommand(
@@ -329,6 +341,11 @@ def main(argv: list[str] | None = None) -> int:
             return calibrate_camera_command(chosen)
         if isinstance(chosen, WriteSimModelsArgs):
             return write_sim_models_command(chosen)
+        if isinstance(chosen, ReportArgs):
+            from robot_rl.training.report import write_report
+
+            print(f"report: {write_report(chosen.run, chosen.out)}")
+            return 0
         if isinstance(chosen, ImportDemosArgs):
             return import_demos_command(chosen)
         if isinstance(chosen, ExportDemosArgs):

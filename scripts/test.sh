@@ -5,6 +5,12 @@ cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] && [ -f ros2_ws/install/setup.bash ] || bash scripts/setup.sh
 # The Isaac Lab adapter's tests run in a venv of their own with mjlab (scripts/setup_mjlab.sh, once)
 [ -x .venv-mjlab/bin/python ] || bash scripts/setup_mjlab.sh
+# The run report's browser check renders in Chromium from the system packages (installed here when running as
+# root with apt; elsewhere that one test skips and says so).
+if ! command -v chromium > /dev/null && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+  apt-get install -y -qq --no-install-recommends chromium > /dev/null 2>&1 \
+    || echo "scripts/test.sh: chromium did not install; the report's browser check will skip"
+fi
 . .venv/bin/activate
 bash scripts/build_ros.sh  # the nodes run from the colcon install: rebuild it from this checkout (~2 s)
 set +u  # colcon's setup scripts read unset variables

@@ -468,6 +468,16 @@ class SACAgent:
         self._set_training(False)
         return self.policy.act_batch(obs, deterministic)
 
+    @torch.no_grad()
+    def q_value(self, obs: dict[str, np.ndarray], action: np.ndarray) -> float:
+        """The critics' mean estimate of Q(obs, action) for one unbatched step (its SAC dims), as the actor
+        maximises it: what the learner expects of an action (evaluation panels)."""
+        self._set_training(False)
+        x = {k: torch.as_tensor(np.asarray(obs[k])).unsqueeze(0).to(self.device) for k in self.policy.obs_keys}
+        a = torch.as_tensor(np.asarray(action, np.float32)[None, : self.sac_dim], device=self.device)
+        out = self.critic(torch.cat([self.encode(x), a], -1))
+        return float((out if self.atoms is None else expected(out, self.atoms)).mean())
+
     # ----------------------------------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume bit-identically: networks, targets, optimisers, temperature, RNG

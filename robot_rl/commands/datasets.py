@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -12,7 +13,8 @@ import tyro
 @dataclass(frozen=True)
 class ImportDemosArgs:
     """Demos from another tool's format: a rosbag2 recording of robot_rl episodes (``robot-rl eval --record``,
-    ``train --record-episodes``, the ROS 2 policy actor's ``record``), or a local LeRobot dataset (v3.0)."""
+    ``train --record-episodes``, the ROS 2 policy actor's ``record``), a teleoperated rosbag2 recording of an
+    arm's own topics (``--hardware``), or a local LeRobot dataset (v3.0)."""
 
     source: tyro.conf.Positional[Path]
     """The rosbag2 folder (or its .mcap file), or the LeRobot dataset folder (``meta/info.json`` inside)."""
@@ -23,6 +25,18 @@ class ImportDemosArgs:
     (``docs/data_format.md``)."""
     only_successful: bool = False
     """Keep the episodes that reached success only."""
+    task: str = ""
+    """The task the demos are for (what ``robot-rl train --demos`` checks); default: the recording's own.
+    Required with ``--hardware``."""
+    hardware: str = ""
+    """A teleoperated recording of the arm's driver topics: its arm config (hardware_configs/arms name or
+    path). Steps are taken at its control_hz; actions are the recorded motion in contract units."""
+    cameras: tuple[str, ...] = ()
+    """With ``--hardware``: the camera configs whose topics become image observations."""
+    namespace: str = ""
+    """With ``--hardware``: the namespace the driver topics were recorded under."""
+    max_gap_s: float = 0.5
+    """With ``--hardware``: a required topic silent for longer than this is refused (cut the recording)."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,9 @@ class ExportDemosArgs:
     """The folder to create."""
     video_crf: int = 18
     """lerobot: the videos' constant rate factor (0 lossless, 18 visually lossless, 30 LeRobot's default)."""
+    video_pix_fmt: Literal["yuv420p", "yuv444p"] = "yuv420p"
+    """lerobot: yuv420p (LeRobot's own) halves colour resolution; yuv444p keeps it (with --video-crf 0, images
+    come back within a few levels)."""
 
 
 def source_kind(source: Path) -> Literal["rosbag", "lerobot"]:
@@ -56,16 +73,28 @@ def import_demos_command(args: ImportDemosArgs) -> int:
         raise FileNotFoundError(f"import-demos: no such recording or dataset {args.source}")
     kind = source_kind(source)
     if kind == "lerobot":
+        if args.hardware:
+            raise ValueError(f"import-demos: --hardware reads rosbag2 recordings; {source} is a LeRobot dataset")
         from robot_rl.formats.lerobot import DatasetMapping, read_lerobot_dataset
 
         mapping = DatasetMapping.load(args.mapping) if args.mapping is not None else None
         meta, episodes = read_lerobot_dataset(source, mapping)
+    elif args.hardware:
+        if not args.task:
+            raise ValueError("import-demos --hardware: give --task, the task these demos are for")
+        from robot_rl.ros.recording_import import import_teleop_recording
+
+        meta, episodes, report = import_teleop_recording(source, args.hardware, args.cameras, args.task,
+                                                         args.namespace, args.max_gap_s)
+        print("import-demos: " + "; ".join(report.lines()))
     else:
         if args.mapping is not None:
             raise ValueError("import-demos: --mapping is for LeRobot datasets; a recording says what it holds")
         from robot_rl.formats.rosbag import read_episodes_bag
 
         meta, episodes = read_episodes_bag(source)
+    if args.task and args.task != meta.task:
+        meta = dataclasses.replace(meta, task=args.task)
     kept = [e for e in episodes if e.success or not args.only_successful]
     writer = DemoWriter(args.out, meta)
     for episode in kept:
@@ -86,7 +115,7 @@ def export_demos_command(args: ExportDemosArgs) -> int:
     if args.format == "lerobot":
         from robot_rl.formats.lerobot import VideoSettings, write_lerobot_dataset
 
-        write_lerobot_dataset(args.out, meta, episodes, VideoSettings(crf=args.video_crf))
+        write_lerobot_dataset(args.out, meta, episodes, VideoSettings(crf=args.video_crf, pix_fmt=args.video_pix_fmt))
     else:
         from robot_rl.formats.rosbag import write_episodes_bag
 

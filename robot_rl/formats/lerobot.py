@@ -53,6 +53,9 @@ class VideoSettings:
     """Constant rate factor: 0 lossless (for libx264), 18 visually lossless, LeRobot's default is 30."""
     gop: int = 2
     """Keyframe every ``gop`` frames: random access to a frame decodes at most this many (LeRobot uses 2)."""
+    pix_fmt: str = "yuv420p"
+    """yuv420p (LeRobot's, what every player decodes) keeps colour at half resolution: sharp coloured edges
+    of small images lose most; yuv444p keeps it whole (with crf 0, images come back within a few levels)."""
 
 
 def _libs() -> tuple[Any, Any, Any]:
@@ -78,7 +81,7 @@ def _write_video(path: Path, frames: np.ndarray, fps: float, video: VideoSetting
     with av.open(str(path), "w") as container:
         stream = container.add_stream(video.codec, rate=Fraction(fps).limit_denominator(1000))
         stream.height, stream.width = frames.shape[1:3]
-        stream.pix_fmt = "yuv420p"
+        stream.pix_fmt = video.pix_fmt
         stream.options = {"crf": str(video.crf), "g": str(video.gop)}
         for image in frames:
             container.mux(stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")))
@@ -128,7 +131,7 @@ def write_lerobot_dataset(path: str | os.PathLike[str], meta: DemoMeta, episodes
             h, w, _ = box.shape
             features[name] = {"dtype": "video", "shape": [h, w, 3], "names": ["height", "width", "channels"],
                               "info": {"video.height": h, "video.width": w, "video.codec": video.codec,
-                                       "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
+                                       "video.pix_fmt": video.pix_fmt, "video.is_depth_map": False,
                                        "video.fps": fps, "video.channels": 3, "has_audio": False}}
             _write_video(root / VIDEO_PATH.format(video_key=name, chunk_index=0, file_index=0), values, fps, video)
         else:

@@ -113,7 +113,8 @@ class EpisodeBagWriter:
         self.infos: dict[str, str] = {}
         self.first: tuple[dict[str, np.ndarray], int] | None = None
         self.clock_ns = time.time_ns()  # stamps of a simulated run: wall time at the start, then the control rate
-        self._write(META_TOPIC, self._string(json.dumps(meta_document(meta))), 0)
+        self._meta: Any = self._string(json.dumps(meta_document(meta)))  # logged first, at the first message's time
+        self._last_log_ns = -1
 
     # --- messages ---
     def _connection(self, topic: str, msgtype: str) -> Any:
@@ -122,6 +123,13 @@ class EpisodeBagWriter:
         return self.connections[topic]
 
     def _write(self, topic: str, msg: Any, log_ns: int) -> None:
+        """Log ``msg`` at ``log_ns``, or just after the previous message: log times rise strictly in the order of
+        writing, so every reader replays the recording in that order (header stamps keep the true times)."""
+        if self._meta is not None:
+            meta, self._meta = self._meta, None
+            self._write(META_TOPIC, meta, log_ns)
+        log_ns = max(log_ns, self._last_log_ns + 1)
+        self._last_log_ns = log_ns
         conn = self._connection(topic, msg.__msgtype__)
         self.writer.write(conn, log_ns, self.typestore.serialize_cdr(msg, msg.__msgtype__))
 
@@ -261,6 +269,9 @@ class EpisodeBagWriter:
     def close(self) -> None:
         if self.open_steps is not None:
             self.end(truncated=True, interrupted=True)
+        if self._meta is not None:  # nothing was recorded: the recording still says what it is
+            meta, self._meta = self._meta, None
+            self._write(META_TOPIC, meta, self.clock_ns)
         self.writer.close()
 
 

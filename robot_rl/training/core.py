@@ -37,6 +37,7 @@ from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import EnvConfig, success_criterion
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.hil import prepare_demo
+from robot_rl.training.panels import EpisodePanel
 from robot_rl.training.record import demo_summary, record_scripted_demos
 from robot_rl.training.run_dir import RunDir, read_checkpoint
 from robot_rl.training.symmetry import symmetry_augmentation
@@ -203,10 +204,21 @@ class LearnerCore:
         return metrics
 
     def evaluate(self, env: gym.Env, frames: list[np.ndarray] | None = None) -> EvalResult:
-        """Deterministic success on the held-out evaluation seeds, logged and plotted."""
+        """Deterministic success on the held-out evaluation seeds, logged and plotted; the first episode drawn
+        as a panel (``training/panels.py``)."""
+        panel = EpisodePanel(self.agent.q_value) if self.is_main else None
         result = evaluate(lambda o: self.agent.act(o, deterministic=True), env, self.train.eval_episodes,
-                          EVAL_SEED_BASE, frames=frames, criterion=success_criterion(self.train.env, env))
+                          EVAL_SEED_BASE, frames=frames, criterion=success_criterion(self.train.env, env),
+                          recorder=panel)
+        if panel is not None and panel.steps:
+            self.save_panel(panel, "eval")
         return self.record_eval(result)
+
+    def save_panel(self, panel: EpisodePanel, kind: str) -> None:
+        """``<run>/panels/<kind>_<steps>.png`` and TensorBoard's ``<kind>/panel``."""
+        path = self.run_dir.path / "panels" / f"{kind}_{self.env_steps:07d}.png"
+        panel.save(path, f"{self.run_dir.path.name}: {kind} episode at {self.env_steps:,} env steps")
+        self.run_dir.log_image(f"{kind}/panel", path, self.env_steps)
 
     def record_eval(self, result: EvalResult) -> EvalResult:
         """An evaluation's figures: kept as the latest, logged and plotted (by the main replica)."""

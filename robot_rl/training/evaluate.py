@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -14,8 +14,14 @@ import torch
 from robot_rl.agents.data_parallel import DataParallel
 from robot_rl.envs.success import Criterion, EpisodeSuccess
 
-if TYPE_CHECKING:
-    from robot_rl.formats.rosbag import EpisodeBagWriter
+
+class EpisodeSink(Protocol):
+    """Where ``evaluate`` sends each episode as it plays: a rosbag2 recording, an evaluation panel."""
+
+    def begin(self, obs: dict[str, np.ndarray]) -> None: ...
+
+    def step(self, action: np.ndarray, reward: float, next_obs: dict[str, np.ndarray], *,
+             infos: dict[str, Any] | None = None, terminated: bool = False, truncated: bool = False) -> None: ...
 
 # Seed ranges never overlap: training episodes, demo recording and evaluation each get their own.
 TRAIN_SEED_BASE = 0
@@ -82,7 +88,7 @@ def evaluate(
     record_episodes: int = 1,
     criterion: Criterion = "any",
     reset: Callable[[], None] | None = None,
-    recorder: EpisodeBagWriter | None = None,
+    recorder: EpisodeSink | None = None,
 ) -> EvalResult:
     """Run ``episodes`` episodes with seeds ``seed_base + i``; an episode succeeds by ``criterion`` (at any step
     or at the final one). Append rendered frames of the first ``record_episodes`` to ``frames`` when given (env

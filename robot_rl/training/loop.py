@@ -38,6 +38,7 @@ from robot_rl.training.hil import (
     without_teleop,
     wrap_training_env,
 )
+from robot_rl.training.panels import EpisodePanel
 from robot_rl.training.run_dir import RunDir, read_checkpoint
 
 if TYPE_CHECKING:
@@ -104,6 +105,12 @@ class Trainer(LearnerCore):
         recorder = self._recorder()
         if recorder is not None:
             recorder.begin(obs)
+        # with a person (or the scripted corrector) able to take over, the latest episode with an intervention
+        # is drawn as a panel, at most once per evaluation interval
+        panel = EpisodePanel(self.agent.q_value) if teleop_device(self.env) is not None else None
+        panel_due = 0
+        if panel is not None:
+            panel.begin(obs)
         guide = self.jump_start
         if guide is not None:
             guide.start_episode()
@@ -132,6 +139,8 @@ class Trainer(LearnerCore):
             self.router.add(step.transition)
             if recorder is not None:
                 recorder.record(step)
+            if panel is not None:
+                panel.record(step)
             obs, info = step.transition.next_obs, step.info
             self.env_steps += 1
             episode_return += step.transition.reward
@@ -159,6 +168,12 @@ class Trainer(LearnerCore):
                 obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
                 if recorder is not None:
                     recorder.begin(obs)
+                if panel is not None:
+                    if panel.intervened and self.env_steps >= panel_due:
+                        self.save_panel(panel, "train")
+                        panel_due = self.env_steps + cfg.eval_every
+                    panel = EpisodePanel(self.agent.q_value)
+                    panel.begin(obs)
                 if guide is not None:
                     guide.start_episode()
                 episode_return, episode_length = 0.0, 0

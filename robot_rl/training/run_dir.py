@@ -8,6 +8,9 @@ runs/<name>/
   checkpoints/       latest.pt (+ replay), written atomically
   learning_curve.png eval success vs env steps
   videos/            evaluation videos (GIF)
+  panels/            what the policy saw and did: each evaluation's first episode (and, with a teleop device,
+                     the latest training episode with an intervention), as PNG
+  recordings/        --record-episodes: the training episodes as rosbag2 recordings
 """
 
 from __future__ import annotations
@@ -95,6 +98,14 @@ class RunDir:
         if tb is not None:
             for key, value in values.items():
                 tb.add_scalar(f"{kind}/{key}", value, step)
+
+    def log_image(self, tag: str, png: Path, step: int) -> None:
+        """A PNG written to the run folder, also into TensorBoard under ``tag``."""
+        tb = self._writer()
+        if tb is not None:
+            import imageio.v2 as imageio
+
+            tb.add_image(tag, np.asarray(imageio.imread(png))[..., :3], step, dataformats="HWC")
 
     def read_metrics(self, kind: str, key: str) -> tuple[np.ndarray, np.ndarray]:
         steps, values = [], []

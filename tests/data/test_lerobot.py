@@ -141,3 +141,20 @@ def test_mapping_file_errors_name_the_file(tmp_path) -> None:
 def test_existing_folder_is_refused(dataset) -> None:
     with pytest.raises(FileExistsError, match="ds"):
         write_lerobot_dataset(dataset, META, EPISODES)
+
+
+def test_full_colour_lossless_video_keeps_sharp_coloured_edges(tmp_path) -> None:
+    from robot_rl.formats.lerobot import VideoSettings
+
+    episode = make_episode(4, True, 0)
+    image = np.zeros((5, 16, 16, 3), np.uint8)
+    image[:, 4:12, 4:12] = (220, 30, 30)  # a red block: yuv420p smears its edges
+    episode.observations[IMAGE] = image
+    errors = {}
+    for pix in ("yuv420p", "yuv444p"):
+        path = write_lerobot_dataset(tmp_path / pix, META, [episode], VideoSettings(crf=0, pix_fmt=pix))
+        info = json.loads((path / "meta/info.json").read_text())
+        assert info["features"]["observation.images.wrist"]["info"]["video.pix_fmt"] == pix
+        (back,) = read_lerobot_dataset(path)[1]
+        errors[pix] = np.abs(back.observations[IMAGE].astype(int) - image.astype(int))[:-1].max()
+    assert errors["yuv444p"] <= 2 < errors["yuv420p"]

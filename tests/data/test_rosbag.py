@@ -58,8 +58,10 @@ def test_demos_to_bag_to_demos_is_lossless_and_an_independent_reader_sees_the_ro
     times = [t for _, t, _ in messages]
     assert times == sorted(times)
     control_dt = int(1e9 / META.contract.control_hz)
-    state_times = [t for topic, t, _ in messages if topic == "/rl/robot_state"][:6]
-    assert np.all(np.diff(state_times) == control_dt)  # the control rate
+    state_stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+                    for topic, _, m in messages if topic == "/rl/robot_state"][:6]
+    assert np.all(np.diff(state_stamps) == control_dt)  # the control rate
+    assert state_stamps[0] == 10**18 and abs(times[0] - 10**18) < 10  # logged at the first step's time
 
 
 def test_metadata_yaml_describes_an_mcap_bag_that_ros2_bag_info_reads(tmp_path) -> None:
