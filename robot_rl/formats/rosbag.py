@@ -27,6 +27,8 @@ import json
 import os
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,13 +55,35 @@ _AFTER_NS = 1_000
 """The step's action, reward and infos are logged this long after the observation they answer."""
 
 
-def _rosbags() -> tuple[Any, Any, Any, Any]:
+def _rosbags() -> tuple[Any, Any, Any]:
     try:
-        from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+        from rosbags.rosbag2 import StoragePlugin, Writer
         from rosbags.typesys import Stores, get_typestore
     except ImportError as e:
         raise ImportError("rosbag2 recordings need the `rosbags` package: pip install 'robot_rl[data]'") from e
-    return Reader, Writer, StoragePlugin, get_typestore(Stores.ROS2_KILTED)
+    return Writer, StoragePlugin, get_typestore(Stores.ROS2_KILTED)
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[Any]:
+    """A ``rosbags`` reader over the rosbag2 recording at ``path`` (its own message definitions, else Kilted's);
+    the library's errors on opening or while reading become ``DemoFormatError`` naming the recording."""
+    _, _, typestore = _rosbags()
+    from rosbags.highlevel import AnyReader
+
+    try:
+        reader = AnyReader([path], default_typestore=typestore)
+        reader.open()
+    except Exception as e:  # rosbags raises its own error types for each kind of damage
+        raise DemoFormatError(f"{path}: not a readable rosbag2 recording ({type(e).__name__}: {e})") from e
+    try:
+        yield reader
+    except DemoFormatError:
+        raise
+    except Exception as e:
+        raise DemoFormatError(f"{path}: recording cut short or damaged ({type(e).__name__}: {e})") from e
+    finally:
+        reader.close()
 
 
 def observation_topic(key: str) -> str:
@@ -97,7 +121,7 @@ class EpisodeBagWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str], meta: DemoMeta) -> None:
-        _, writer_cls, storage, self.typestore = _rosbags()
+        writer_cls, storage, self.typestore = _rosbags()
         self.path = Path(path)
         if self.path.exists():
             raise FileExistsError(f"{self.path}: a recording is there already; give a new folder")
@@ -304,24 +328,18 @@ def read_episodes_bag(path: str | os.PathLike[str]) -> tuple[DemoMeta, list[Epis
     """A recording written by ``EpisodeBagWriter`` -> (its meta, its episodes). Raises ``DemoFormatError``
     naming the bag (and the episode and topic) when it is not such a recording, is cut short or disagrees
     with itself."""
-    reader_cls, _, _, typestore = _rosbags()
     path = Path(path)
-    try:
-        reader = reader_cls(path)
-        reader.open()
-    except Exception as e:  # rosbags raises its own error types for each kind of damage
-        raise DemoFormatError(f"{path}: not a readable rosbag2 recording ({type(e).__name__}: {e})") from e
     meta: DemoMeta | None = None
     episodes: list[Episode] = []
     current: _Open | None = None
     where = str(path)
-    try:
+    with reading(path) as reader:
         topics = {c.topic for c in reader.connections}
         if META_TOPIC not in topics:
             raise DemoFormatError(f"{path}: no {META_TOPIC} topic: not a robot_rl episode recording (a "
                                   "teleoperated recording of the arm's topics: import it with --hardware)")
         for conn, _, raw in reader.messages():
-            msg = typestore.deserialize_cdr(raw, conn.msgtype)
+            msg = reader.deserialize(raw, conn.msgtype)
             topic = conn.topic
             if topic == META_TOPIC:
                 meta = meta_from_document(json.loads(msg.data), f"{path} {META_TOPIC}")
@@ -358,12 +376,6 @@ def read_episodes_bag(path: str | os.PathLike[str]) -> tuple[DemoMeta, list[Epis
                 value = (np.asarray(msg.data, np.uint8).reshape(msg.height, msg.width, 3) if msg.__msgtype__ == IMAGE
                          else np.asarray(msg.position))
                 current.observations[key].append(value)
-    except DemoFormatError:
-        raise
-    except Exception as e:
-        raise DemoFormatError(f"{where}: recording cut short or damaged ({type(e).__name__}: {e})") from e
-    finally:
-        reader.close()
     if meta is None:
         raise DemoFormatError(f"{path}: empty recording (no {META_TOPIC} message)")
     if current is not None:

@@ -33,6 +33,7 @@ from robot_rl.data.demos import DemoFormatError, DemoMeta
 from robot_rl.data.episode import Episode
 from robot_rl.envs.contract import STATE_LAYOUT, image_key
 from robot_rl.envs.geometry import matrix_to_rotvec, quat_to_matrix
+from robot_rl.formats.rosbag import reading
 from robot_rl.ros.hardware import ArmConfig, CameraConfig, load_arm_config, load_camera_config
 from robot_rl.ros.images import CropResize, compressed_to_rgb, image_to_rgb
 from robot_rl.ros.kinematics import DHChain
@@ -98,17 +99,7 @@ def _streams(arm: ArmConfig, cameras: list[CameraConfig], namespace: str) -> dic
 
 def read_streams(path: Path, streams: dict[str, _Stream], max_gap_s: float) -> None:
     """Fill ``streams`` from the recording, in stamp order per topic; refuse missing topics and clock jumps."""
-    try:
-        from rosbags.highlevel import AnyReader
-        from rosbags.typesys import Stores, get_typestore
-    except ImportError as e:
-        raise ImportError("reading rosbag2 recordings needs `rosbags`: pip install 'robot_rl[data]'") from e
-    try:
-        reader = AnyReader([path], default_typestore=get_typestore(Stores.ROS2_KILTED))
-        reader.open()
-    except Exception as e:  # rosbags' own error types for each kind of damage
-        raise DemoFormatError(f"{path}: not a readable rosbag2 recording ({type(e).__name__}: {e})") from e
-    try:
+    with reading(path) as reader:
         present = {c.topic for c in reader.connections if c.msgcount}
         missing = [f"{s.topic} ({s.role})" for t, s in streams.items() if t not in present]
         if missing:
@@ -127,12 +118,6 @@ def read_streams(path: Path, streams: dict[str, _Stream], max_gap_s: float) -> N
                                       f"{s.stamps[-1]:.3f} s (more than --max-gap-s {max_gap_s})")
             s.stamps.append(max(stamp, s.stamps[-1]) if s.stamps else stamp)
             s.messages.append(msg)
-    except DemoFormatError:
-        raise
-    except Exception as e:
-        raise DemoFormatError(f"{path}: recording cut short or damaged ({type(e).__name__}: {e})") from e
-    finally:
-        reader.close()
 
 
 def import_teleop_recording(path: str | os.PathLike[str], hardware_config: str, camera_configs: tuple[str, ...] = (),
