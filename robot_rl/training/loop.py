@@ -220,7 +220,8 @@ class Trainer(LearnerCore):
         frames: list[np.ndarray] | None = [] if self.record_video else None
         result = self.evaluate(self.eval_env, frames)
         if frames:
-            self.run_dir.save_video(frames, f"eval_{self.env_steps:07d}", fps=self._fps())
+            self.run_dir.save_video(frames, f"eval_{self.env_steps:07d}", fps=self._fps(), tag="eval/video",
+                                    step=self.env_steps)
         self._log_line(f"[{self.env_steps} steps] eval: {result.summary()}")
         if self.jump_start is not None and self.eval_guide is not None:
             self._advance_guide()

@@ -161,13 +161,22 @@ class RunDir:
         plt.close(fig)
         return out
 
-    def save_video(self, frames: list[np.ndarray], name: str, fps: float) -> Path | None:
+    def save_video(self, frames: list[np.ndarray], name: str, fps: float, tag: str | None = None,
+                   step: int = 0) -> Path | None:
+        """``videos/<name>.gif``; with ``tag``, the same GIF in TensorBoard's images (which play it)."""
         if not frames:
             return None
         import imageio.v2 as imageio
 
         out = self.videos / f"{name}.gif"
         imageio.mimsave(out, [np.asarray(f) for f in frames], duration=1.0 / fps, loop=0)
+        tb = self._writer()
+        if tag is not None and tb is not None:
+            from tensorboard.compat.proto.summary_pb2 import Summary
+
+            h, w = np.asarray(frames[0]).shape[:2]
+            gif = Summary.Image(height=h, width=w, colorspace=3, encoded_image_string=out.read_bytes())
+            tb._get_file_writer().add_summary(Summary(value=[Summary.Value(tag=tag, image=gif)]), step)
         return out
 
     def close(self) -> None:

@@ -85,7 +85,8 @@ def test_evaluations_and_corrected_training_episodes_are_drawn_as_panels(tmp_pat
 
     events = EventAccumulator(str(run / "tb"), size_guidance={"images": 0})
     events.Reload()
-    assert {"eval/panel", "train/panel"} <= set(events.Tags()["images"])
+    assert {"eval/panel", "train/panel", "eval/video"} <= set(events.Tags()["images"])
+    assert events.Images("eval/video")[0].encoded_image_string[:6] == b"GIF89a"  # TensorBoard plays it
     assert spans([False, True, True, False, True]) == [(1, 3), (4, 5)]
     assert main(["report", str(run)]) == 0
     assert "What the policy saw" in (run / "report.html").read_text()
