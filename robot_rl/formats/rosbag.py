@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -326,8 +327,8 @@ class _Open:
 
 def read_episodes_bag(path: str | os.PathLike[str]) -> tuple[DemoMeta, list[Episode]]:
     """A recording written by ``EpisodeBagWriter`` -> (its meta, its episodes). Raises ``DemoFormatError``
-    naming the bag (and the episode and topic) when it is not such a recording, is cut short or disagrees
-    with itself."""
+    naming the bag (and the episode and topic) when it is not such a recording, is damaged or disagrees with
+    itself; an episode the recording ends inside (a killed recorder) is left out with a warning naming it."""
     path = Path(path)
     meta: DemoMeta | None = None
     episodes: list[Episode] = []
@@ -378,9 +379,9 @@ def read_episodes_bag(path: str | os.PathLike[str]) -> tuple[DemoMeta, list[Epis
                 current.observations[key].append(value)
     if meta is None:
         raise DemoFormatError(f"{path}: empty recording (no {META_TOPIC} message)")
-    if current is not None:
-        raise DemoFormatError(f"{where}: the recording ends inside this episode (no end event: the recorder "
-                              "was killed; the finished episodes before it are intact)")
+    if current is not None:  # the recorder was killed: keep what finished, say what is left out
+        warnings.warn(f"{where}: the recording ends inside this episode (no end event: the recorder was killed); "
+                      f"it is left out, the {len(episodes)} finished before it are read", stacklevel=2)
     return meta, episodes
 
 

@@ -91,6 +91,19 @@ def test_a_run_stopped_mid_episode_keeps_its_steps_as_a_truncated_interrupted_ep
     assert end["interrupted"] and end["steps"] == 3
 
 
+def test_an_episode_the_recording_ends_inside_is_left_out_by_name_and_the_finished_ones_read(tmp_path) -> None:
+    writer = EpisodeBagWriter(tmp_path / "rec", META)
+    writer.write_episode(EPISODES[0])
+    ep = EPISODES[1]
+    writer.begin({k: v[0] for k, v in ep.observations.items()})
+    writer.step(ep.actions[0], 0.0, {k: v[1] for k, v in ep.observations.items()}, infos={"is_success": False})
+    writer.writer.close()  # the file as far as it got: no end event for episode 1
+    with pytest.warns(UserWarning, match=r"rec episode 1: the recording ends inside this episode .* 1 finished"):
+        _, episodes = read_episodes_bag(tmp_path / "rec")
+    assert len(episodes) == 1
+    assert_same(episodes[0], EPISODES[0])
+
+
 def test_a_truncated_bag_is_refused_naming_the_file(tmp_path) -> None:
     bag = write_episodes_bag(tmp_path / "rec", META, EPISODES)
     (file,) = bag.glob("*.mcap")
