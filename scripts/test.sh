@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 # The run report's browser check renders in Chromium from the system packages (installed here when running as
 # root with apt; elsewhere that one test skips and says so).
 if ! command -v chromium > /dev/null && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
-  apt-get install -y -qq --no-install-recommends chromium > /dev/null 2>&1 \
+  DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq --no-install-recommends chromium > /dev/null 2>&1 \
     || echo "scripts/test.sh: chromium did not install; the report's browser check will skip"
 fi
 . .venv/bin/activate
