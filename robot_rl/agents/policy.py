@@ -136,10 +136,13 @@ class ActingPolicy(nn.Module):
             action = torch.cat([action, gripper_class_to_action(cls).unsqueeze(-1)], -1)
         return action.float()
 
+    def batch_of_one(self, obs: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+        """One unbatched observation as a batch of one on the policy's device."""
+        return {k: torch.as_tensor(np.asarray(obs[k])).unsqueeze(0).to(self.device) for k in self.obs_keys}
+
     def act(self, obs: dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:
         """One unbatched observation -> float32 action [action_dim]."""
-        x = {k: torch.as_tensor(np.asarray(obs[k])).unsqueeze(0).to(self.device) for k in self.obs_keys}
-        return self.act_batch(x, deterministic)[0].cpu().numpy()
+        return self.act_batch(self.batch_of_one(obs), deterministic)[0].cpu().numpy()
 
     # ------------------------------------------------------------------------------------------ weights
     def actor_state_dict(self) -> dict[str, Any]:

@@ -473,9 +473,8 @@ class SACAgent:
         """The critics' mean estimate of Q(obs, action) for one unbatched step (its SAC dims), as the actor
         maximises it: what the learner expects of an action (evaluation panels)."""
         self._set_training(False)
-        x = {k: torch.as_tensor(np.asarray(obs[k])).unsqueeze(0).to(self.device) for k in self.policy.obs_keys}
         a = torch.as_tensor(np.asarray(action, np.float32)[None, : self.sac_dim], device=self.device)
-        out = self.critic(torch.cat([self.encode(x), a], -1))
+        out = self.critic(torch.cat([self.encode(self.policy.batch_of_one(obs)), a], -1))
         return float((out if self.atoms is None else expected(out, self.atoms)).mean())
 
     # ----------------------------------------------------------------------------------------- checkpoints

@@ -42,6 +42,16 @@ def image_status_topic(camera: str) -> str:
     return f"rl/images/{camera}/status"
 
 
+def vector_labels(key: str, size: int) -> list[str]:
+    """The labels a vector travels with (recordings, datasets): the contract's names where ``key`` and ``size``
+    are the contract's ``state`` or ``action``, ``key[i]`` otherwise."""
+    if key == "state" and size == len(STATE_NAMES):
+        return list(STATE_NAMES)
+    if key == "action" and size == len(ACTION_NAMES):
+        return list(ACTION_NAMES)
+    return [f"{key}[{i}]" for i in range(size)]
+
+
 def pick(names: Sequence[str], values: Sequence[float], wanted: Sequence[str]) -> np.ndarray | None:
     """Values of ``wanted`` labels (any order in the message); None when one is missing or counts differ."""
     if len(names) != len(values):

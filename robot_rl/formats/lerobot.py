@@ -34,6 +34,7 @@ from robot_rl.data.demos import DemoFormatError, DemoMeta, meta_document, meta_f
 from robot_rl.data.episode import Episode
 from robot_rl.data.spaces import check_episode
 from robot_rl.envs.contract import STATE_DIM, CameraSpec, ContractSpec, Field, image_key, is_image_key
+from robot_rl.envs.names import vector_labels
 
 CODEBASE_VERSION = "v3.0"
 DATA_FILE = "data/chunk-000/file-000.parquet"
@@ -136,13 +137,13 @@ def write_lerobot_dataset(path: str | os.PathLike[str], meta: DemoMeta, episodes
             _write_video(root / VIDEO_PATH.format(video_key=name, chunk_index=0, file_index=0), values, fps, video)
         else:
             size = int(np.prod(box.shape))
-            labels = _names(key, size)
-            features[name] = {"dtype": "float32", "shape": [size], "names": labels}
+            features[name] = {"dtype": "float32", "shape": [size], "names": vector_labels(key, size)}
             columns[name] = pa.FixedSizeListArray.from_arrays(values.reshape(-1).astype(np.float32), size)
         stats[name] = _stats(values, is_image_key(key))
     actions = np.concatenate([ep.actions for ep in episodes]).astype(np.float32)
     columns["action"] = pa.FixedSizeListArray.from_arrays(actions.reshape(-1), meta.action_dim)
-    features["action"] = {"dtype": "float32", "shape": [meta.action_dim], "names": _action_names(meta.action_dim)}
+    dim = meta.action_dim
+    features["action"] = {"dtype": "float32", "shape": [dim], "names": vector_labels("action", dim)}
     stats["action"] = _stats(actions, False)
     rewards = np.concatenate([ep.rewards for ep in episodes]).astype(np.float32)
     done = np.zeros(n, bool)
@@ -205,20 +206,6 @@ def _write_tasks(file: Path, tasks: list[str]) -> None:
 
     pd.DataFrame({"task_index": np.arange(len(tasks), dtype=np.int64)},
                  index=pd.Index(tasks, name="task")).to_parquet(file)
-
-
-def _names(key: str, size: int) -> list[str]:
-    if key == "state" and size == STATE_DIM:
-        from robot_rl.envs.names import STATE_NAMES
-
-        return list(STATE_NAMES)
-    return [f"{key}_{i}" for i in range(size)]
-
-
-def _action_names(dim: int) -> list[str]:
-    from robot_rl.envs.names import ACTION_NAMES
-
-    return list(ACTION_NAMES) if dim == len(ACTION_NAMES) else [f"action_{i}" for i in range(dim)]
 
 
 # --- reading ------------------------------------------------------------------------------------------------

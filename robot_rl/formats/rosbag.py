@@ -40,7 +40,9 @@ from robot_rl.data.demos import DemoFormatError, DemoMeta, meta_document, meta_f
 from robot_rl.data.episode import Episode
 from robot_rl.data.spaces import check_episode
 from robot_rl.data.transition import EnvStep
-from robot_rl.envs.contract import STATE_LAYOUT, is_image_key
+from robot_rl.envs.contract import is_image_key
+from robot_rl.envs.names import ACTION_NAMES, EXECUTED_NAMES, REWARD_NAMES, vector_labels
+from robot_rl.safety.filter import state_index
 
 META_TOPIC = "/rl/recording"
 EPISODE_TOPIC = "/rl/episode"
@@ -96,21 +98,6 @@ def observation_topic(key: str) -> str:
     if is_image_key(key):
         return IMAGE_TOPIC_PREFIX + key.split("/", 1)[1]
     return OBSERVATION_TOPIC_PREFIX + key
-
-
-def _labels(key: str, size: int) -> list[str]:
-    if key == "state" and size == STATE_LAYOUT.dim:
-        from robot_rl.envs.names import STATE_NAMES
-
-        return list(STATE_NAMES)
-    return [f"{key}[{i}]" for i in range(size)]
-
-
-def _executed_labels() -> tuple[tuple[str, ...], tuple[str, ...], Any]:
-    from robot_rl.envs.names import ACTION_NAMES, EXECUTED_NAMES, REWARD_NAMES
-    from robot_rl.safety.filter import state_index
-
-    return EXECUTED_NAMES, REWARD_NAMES, (ACTION_NAMES, state_index("active"))
 
 
 class EpisodeBagWriter:
@@ -197,7 +184,7 @@ class EpisodeBagWriter:
         for key in self.space.spaces:
             value = np.asarray(obs[key])
             msg = (self._image(value, stamp_ns) if is_image_key(key)
-                   else self._vector(_labels(key, value.size), value, stamp_ns))
+                   else self._vector(vector_labels(key, value.size), value, stamp_ns))
             self._write(observation_topic(key), msg, stamp_ns)
 
     # --- episodes ---
@@ -238,19 +225,17 @@ class EpisodeBagWriter:
         for key in new:
             self.infos[key] = np.asarray(infos[key]).dtype.str
         self._start()
-        executed, reward_names, (action_names, active) = _executed_labels()
-        flags = {"intervention": float(bool(infos.get("intervention", False))),
-                 "safety_clipped": float(bool(infos.get("safety_clipped", False))), "refused": 0.0,
-                 "state": float(active), "command_stamp": answered / 1e9}
         action = np.asarray(action, np.float64).ravel()
-        if action.size == len(action_names):
-            values = [*action, *(flags[n] for n in executed[len(action_names):])]
-            self._write(ACTION_TOPIC, self._vector(executed, np.asarray(values), answered), answered + _AFTER_NS)
+        if action.size == len(ACTION_NAMES):  # the arm's executed action with its flags, as the bridge echoes it
+            flags = {"intervention": float(bool(infos.get("intervention", False))),
+                     "safety_clipped": float(bool(infos.get("safety_clipped", False))), "refused": 0.0,
+                     "state": float(state_index("active")), "command_stamp": answered / 1e9}
+            labels, values = EXECUTED_NAMES, np.r_[action, [flags[n] for n in EXECUTED_NAMES[len(ACTION_NAMES):]]]
         else:  # a non-arm environment's action
-            self._write(ACTION_TOPIC, self._vector([f"action[{i}]" for i in range(action.size)], action,
-                                                   answered), answered + _AFTER_NS)
+            labels, values = vector_labels("action", action.size), action
+        self._write(ACTION_TOPIC, self._vector(labels, values, answered), answered + _AFTER_NS)
         success = float(bool(infos.get("is_success", False)))
-        self._write(REWARD_TOPIC, self._vector(reward_names, np.array([reward, success]), answered),
+        self._write(REWARD_TOPIC, self._vector(REWARD_NAMES, np.array([reward, success]), answered),
                     answered + 2 * _AFTER_NS)
         if self.infos:
             values = np.array([float(np.asarray(infos.get(k, 0)).item()) for k in self.infos])

@@ -2,7 +2,8 @@
 actions, the critics' Q-value of each action, the reward, and the spans where a human was in control.
 
 ``EpisodePanel`` is an episode sink (``begin`` / ``step``, as ``evaluate`` and the training loop feed a
-recording): it keeps the first episode it is given and draws it. Evaluations write one per evaluation to
+recording): it keeps the first episode it is given and draws it. Q-values are computed only when a panel is
+drawn, so following the training loop costs no critic pass per step. Evaluations write one per evaluation to
 ``<run>/panels/eval_<steps>.png`` and TensorBoard (``eval/panel``); training with a teleop device or the
 scripted corrector also draws the latest episode with an intervention (``panels/train_<steps>.png``).
 """
@@ -26,7 +27,7 @@ class EpisodePanel:
         self.q_value = q_value
         self.images: dict[str, list[np.ndarray]] = {}
         self.actions: list[np.ndarray] = []
-        self.q: list[float] = []
+        self.answered: list[dict[str, np.ndarray]] = []  # the observation each action answers
         self.rewards: list[float] = []
         self.interventions: list[bool] = []
         self._obs: dict[str, np.ndarray] | None = None
@@ -44,10 +45,8 @@ class EpisodePanel:
              infos: dict[str, Any] | None = None, **__: Any) -> None:
         if self.done or self._obs is None:
             return
-        action = np.asarray(action, np.float32)
-        if self.q_value is not None:
-            self.q.append(self.q_value(self._obs, action))
-        self.actions.append(action)
+        self.answered.append(self._obs)
+        self.actions.append(np.asarray(action, np.float32))
         self.rewards.append(float(reward))
         self.interventions.append(bool((infos or {}).get("intervention", False)))
         self._observe(next_obs)
@@ -98,8 +97,8 @@ class EpisodePanel:
             axes[0].plot(t, actions[:, j], lw=1, label=labels[j] if labels else f"a{j}")
         axes[0].set_ylabel("action")
         axes[0].legend(fontsize=6, ncol=7, loc="upper right")
-        if self.q:
-            axes[1].plot(t, self.q, color="C0")
+        if self.q_value is not None and self.steps:
+            axes[1].plot(t, [self.q_value(o, a) for o, a in zip(self.answered, self.actions)], color="C0")
         axes[1].set_ylabel("Q(s, a)")
         axes[2].step(t, self.rewards, where="post", color="C2")
         axes[2].set_ylabel("reward")

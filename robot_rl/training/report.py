@@ -13,33 +13,24 @@ anything outside it), so it can be mailed, archived beside the run or opened on 
 from __future__ import annotations
 
 import base64
-import csv
 import html
 import io
 import json
-from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from robot_rl.training.run_dir import RunDir, draw_eval_curve
+
 WINDOW = 20
 """Training episodes per moving-mean window."""
 
 
-def read_metrics(run: Path) -> dict[str, dict[str, list[tuple[int, float]]]]:
-    """``metrics.csv`` as ``{kind: {key: [(step, value), ...]}}``."""
-    out: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
-    file = run / "metrics.csv"
-    if file.exists():
-        with file.open() as f:
-            for row in csv.DictReader(f):
-                try:
-                    out[row["kind"]][row["key"]].append((int(row["step"]), float(row["value"])))
-                except (KeyError, ValueError) as err:
-                    raise ValueError(f"{file}: unreadable row {row} ({err})") from err
-    return out
+Read = Callable[[str, str], tuple[np.ndarray, np.ndarray]]
+"""``RunDir.read_metrics``: (kind, key) -> (env steps, values)."""
 
 
 def _png(fig: Any) -> str:
@@ -51,34 +42,19 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _curves(metrics: dict[str, dict[str, list[tuple[int, float]]]]) -> str:
+def _curves(read: Read) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True)
-    ev = metrics.get("eval", {})
-    if ev.get("success_rate"):
-        steps, rate = np.array(ev["success_rate"]).T
-        top.plot(steps, rate, marker="o", label="evaluation success (deterministic)")
-        if len(ev.get("success_ci_low", [])) == len(steps):
-            top.fill_between(steps, np.array(ev["success_ci_low"])[:, 1], np.array(ev["success_ci_high"])[:, 1],
-                             alpha=0.2, label="95% Wilson interval")
-        top.set_ylim(-0.02, 1.02)
-        top.set_ylabel("success rate")
-    elif ev.get("return"):
-        steps, ret = np.array(ev["return"]).T
-        top.plot(steps, ret, marker="o", label="evaluation return")
-        top.set_ylabel("return")
-    else:
-        top.text(0.5, 0.5, "no evaluation yet", ha="center", va="center", transform=top.transAxes)
-    train = metrics.get("episode", {})
+    draw_eval_curve(top, read)
+    with_success = len(read("eval", "success_rate")[0]) > 0
     for key, color in (("return", "C1"), ("success", "C2")):
-        rows = train.get(key)
-        if not rows or (key == "success" and ev.get("success_rate") is None):
+        steps, values = read("episode", key)
+        if not len(values) or (key == "success" and not with_success):
             continue
-        steps, values = np.array(rows).T
         k = min(WINDOW, len(values))
         mean = np.convolve(values, np.ones(k) / k, mode="valid")
         sq = np.convolve(values**2, np.ones(k) / k, mode="valid")
@@ -87,10 +63,9 @@ def _curves(metrics: dict[str, dict[str, list[tuple[int, float]]]]) -> str:
         bottom.plot(at, mean, color=color, label=f"training episode {key} (mean of {k})")
         bottom.fill_between(at, mean - std, mean + std, color=color, alpha=0.15)
     bottom.set_xlabel("env steps")
-    for ax in (top, bottom):
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="lower right", fontsize=8)
+    bottom.grid(alpha=0.3)
+    if bottom.get_legend_handles_labels()[0]:
+        bottom.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     return _png(fig)
 
@@ -108,21 +83,19 @@ def _stills(gif: Path, count: int = 4) -> list[str]:
     return out
 
 
-def _table(metrics: dict[str, dict[str, list[tuple[int, float]]]]) -> str:
-    ev = metrics.get("eval", {})
-    steps = sorted({s for rows in ev.values() for s, _ in rows})
+def _table(read: Read) -> str:
+    value = {key: dict(zip(*read("eval", key))) for key in
+             ("success_rate", "success_ci_low", "success_ci_high", "return", "length")}
+    steps = sorted({s for column in value.values() for s in column})
     if not steps:
         return "<p>No evaluation yet.</p>"
-    value = {k: dict(rows) for k, rows in ev.items()}
     head = "<tr><th>env steps</th><th>success</th><th>95% interval</th><th>return</th><th>length</th></tr>"
     body = []
     for s in steps:
-        rate = value.get("success_rate", {}).get(s)
-        lo, hi = value.get("success_ci_low", {}).get(s), value.get("success_ci_high", {}).get(s)
+        rate, lo, hi = (value[k].get(s) for k in ("success_rate", "success_ci_low", "success_ci_high"))
         cells = [f"{s:,}", "unknown" if rate is None else f"{rate:.0%}",
                  "" if lo is None else f"{lo:.0%} - {hi:.0%}",
-                 f"{value.get('return', {}).get(s, float('nan')):.2f}",
-                 f"{value.get('length', {}).get(s, float('nan')):.1f}"]
+                 f"{value['return'].get(s, float('nan')):.2f}", f"{value['length'].get(s, float('nan')):.1f}"]
         body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     return f"<table>{head}{''.join(body)}</table>"
 
@@ -150,25 +123,24 @@ pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.8em}img{max-width
 
 def write_report(run: str | Path, out: str | Path | None = None) -> Path:
     """Render the report of run folder ``run`` to ``out`` (default ``<run>/report.html``)."""
-    run = Path(run)
-    if not (run / "config.json").exists():
-        raise FileNotFoundError(f"robot-rl report: {run} is not a run folder (no config.json)")
-    metrics = read_metrics(run)
-    config = json.loads((run / "config.json").read_text())
-    env = config.get("env", {})
+    run_dir = RunDir(Path(run))
+    run = run_dir.path
+    env = run_dir.read_config().get("env", {})
+    read = run_dir.read_metrics
     title = f"{run.name}: {env.get('task', '?')} ({env.get('obs', '?')})"
-    ev = metrics.get("eval", {})
     last = ""
-    if ev.get("success_rate"):
-        step, rate = ev["success_rate"][-1]
-        lo, hi = ev["success_ci_low"][-1][1], ev["success_ci_high"][-1][1]
-        last = f"latest evaluation at {step:,} env steps: success {rate:.0%} (95% interval {lo:.0%} - {hi:.0%})"
-    trained = max((s for rows in metrics.get("episode", {}).values() for s, _ in rows), default=0)
+    steps, rate = read("eval", "success_rate")
+    if len(steps):
+        lo, hi = read("eval", "success_ci_low")[1][-1], read("eval", "success_ci_high")[1][-1]
+        last = (f"latest evaluation at {steps[-1]:,} env steps: success {rate[-1]:.0%} (95% interval {lo:.0%} - "
+                f"{hi:.0%})")
+    episode_steps = read("episode", "return")[0]
+    trained = int(episode_steps.max()) if len(episode_steps) else 0
     parts = [f"<h1>{html.escape(title)}</h1>",
              f"<p>{html.escape(last or 'no success rate measured')}; {trained:,} env steps of training "
              f"episodes logged. Written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.</p>",
-             "<h2>Learning curves</h2>", f'<img alt="learning curves" src="data:image/png;base64,{_curves(metrics)}">',
-             "<h2>Evaluations</h2>", _table(metrics)]
+             "<h2>Learning curves</h2>", f'<img alt="learning curves" src="data:image/png;base64,{_curves(read)}">',
+             "<h2>Evaluations</h2>", _table(read)]
     gifs = _newest_last(run / "videos", "*.gif")
     if gifs:
         stills = "".join(f'<img alt="frame" src="data:image/png;base64,{s}">' for s in _stills(gifs[-1]))

@@ -19,6 +19,7 @@ import csv
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -133,27 +134,9 @@ class RunDir:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        steps, success = self.read_metrics("eval", "success_rate")
-        lo_steps, lo = self.read_metrics("eval", "success_ci_low")
-        _, hi = self.read_metrics("eval", "success_ci_high")
         fig, ax = plt.subplots(figsize=(6, 3.5))
-        if len(steps):
-            ax.plot(steps, success, marker="o", label="eval success (deterministic)")
-            if len(lo_steps) == len(steps):
-                ax.fill_between(steps, lo, hi, alpha=0.2, label="95% CI")
-            ax.set_ylabel("success rate")
-            ax.set_ylim(-0.02, 1.02)
-        else:  # the env reports no success (or nothing was evaluated yet): the evaluation return, if any
-            steps, returns = self.read_metrics("eval", "return")
-            if len(steps):
-                ax.plot(steps, returns, marker="o", label="eval return (deterministic; success unknown)")
-            ax.set_ylabel("return")
+        draw_eval_curve(ax, self.read_metrics)
         ax.set_xlabel("env steps")
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="lower right")
-        else:
-            ax.text(0.5, 0.5, "no evaluation yet", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(self.path.name, fontsize=9)
         fig.tight_layout()
         out = self.path / "learning_curve.png"
@@ -183,6 +166,30 @@ class RunDir:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+
+
+def draw_eval_curve(ax: Any, read: Callable[[str, str], tuple[np.ndarray, np.ndarray]]) -> None:
+    """Evaluation success over env steps with its 95% interval (or the evaluation return where the env reports
+    no success) on ``ax``, from ``read(kind, key)`` (``RunDir.read_metrics``): the learning curve and the report."""
+    steps, success = read("eval", "success_rate")
+    lo_steps, lo = read("eval", "success_ci_low")
+    _, hi = read("eval", "success_ci_high")
+    if len(steps):
+        ax.plot(steps, success, marker="o", label="eval success (deterministic)")
+        if len(lo_steps) == len(steps):
+            ax.fill_between(steps, lo, hi, alpha=0.2, label="95% CI")
+        ax.set_ylabel("success rate")
+        ax.set_ylim(-0.02, 1.02)
+    else:  # the env reports no success (or nothing was evaluated yet): the evaluation return, if any
+        steps, returns = read("eval", "return")
+        if len(steps):
+            ax.plot(steps, returns, marker="o", label="eval return (deterministic; success unknown)")
+        ax.set_ylabel("return")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no evaluation yet", ha="center", va="center", transform=ax.transAxes)
 
 
 def read_checkpoint(path: Path, device: str = "cpu", entry: str = "agent") -> dict[str, Any]:
