@@ -168,17 +168,14 @@ class EpisodeBagWriter:
     def _event(self, doc: dict[str, Any], log_ns: int) -> None:
         self._write(EPISODE_TOPIC, self._string(json.dumps(doc)), log_ns)
 
-    def _stamp(self, stamp_ns: int | None) -> int:
-        if stamp_ns is None:
-            stamp_ns = max(self.clock_ns, self.last_stamp_ns + self.control_dt_ns if self.last_stamp_ns else 0)
-            self.clock_ns = stamp_ns + self.control_dt_ns
-        return stamp_ns
-
-    def _advance(self, stamp_ns: int) -> None:
+    def _advance(self, stamp_ns: int | None) -> int:
+        """The next observation's stamp (None: the simulated clock's next tick), refused if it goes back."""
+        stamp_ns = self.clock_ns if stamp_ns is None else stamp_ns
         if stamp_ns < self.last_stamp_ns:
             raise ValueError(f"{self.path}: observation stamp {stamp_ns} ns is before the last one "
                              f"({self.last_stamp_ns} ns); stamps must not go back")
-        self.last_stamp_ns = stamp_ns
+        self.last_stamp_ns, self.clock_ns = stamp_ns, stamp_ns + self.control_dt_ns
+        return stamp_ns
 
     def _observation(self, obs: dict[str, np.ndarray], stamp_ns: int) -> None:
         for key in self.space.spaces:
@@ -194,8 +191,7 @@ class EpisodeBagWriter:
         ``infos``: per-step info keys and dtypes; by default those of the first step."""
         if self.open_steps is not None:
             self.end(truncated=True, interrupted=True)
-        stamp_ns = self._stamp(stamp_ns)
-        self._advance(stamp_ns)
+        stamp_ns = self._advance(stamp_ns)
         self.infos = dict(infos or {})
         self.first = (obs, stamp_ns)  # written with the start event once the first step names its infos
         self.open_steps = 0
@@ -214,9 +210,8 @@ class EpisodeBagWriter:
         next observation at ``stamp_ns``; ``terminated``/``truncated`` end the episode."""
         if self.open_steps is None:
             raise RuntimeError(f"{self.path}: step() before begin()")
-        stamp_ns = self._stamp(stamp_ns)
         answered = self.last_stamp_ns  # the observation this step answers
-        self._advance(stamp_ns)
+        stamp_ns = self._advance(stamp_ns)
         infos = infos or {}
         new = [key for key in infos if key not in self.infos]
         if new and self.open_steps:
