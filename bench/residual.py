@@ -3,6 +3,7 @@ learned over it, against RLPD from scratch with the same demos and against the f
 
     python bench/residual.py --task pick_cube --base-demos 3 --budget 8000 --eval-every 1000 --seeds 0 1 2
     python bench/residual.py --methods residual --residual-scale 0.4 ...        # one variant at a time
+    python bench/residual.py --methods residual --exploration-std 0.25 ...      # or --target-entropy -14
 
 Per seed: ``--base-demos`` scripted demos (noise 0.1, the seed's own), ``robot-rl train-bc`` on them (chunks
 of 4, temporal ensembling), the base's deterministic success on the held-out evaluation seeds, then each
@@ -64,6 +65,8 @@ def main() -> None:
     parser.add_argument("--residual-scale", type=float, default=residual.residual_scale)
     parser.add_argument("--warmup", type=int, default=residual.critic_warmup_updates, help="critic warm-up updates")
     parser.add_argument("--target-entropy", type=float, default=None, help="residual's target entropy")
+    parser.add_argument("--exploration-std", type=float, default=None,
+                        help="residual's fixed exploration std (in units of its bound; no entropy term)")
     parser.add_argument("--guide-schedule", default="curriculum", choices=["curriculum", "random"])
     parser.add_argument("--out", type=Path, default=Path("runs/bench_residual"))
     args = parser.parse_args()
@@ -83,7 +86,8 @@ def main() -> None:
                     cfg, preset="residual", env=dataclasses.replace(cfg.env, base_policy=str(bc)),
                     agent=dataclasses.replace(cfg.agent, residual_scale=args.residual_scale,
                                               critic_warmup_updates=args.warmup,
-                                              target_entropy=args.target_entropy))
+                                              target_entropy=args.target_entropy,
+                                              exploration_std=args.exploration_std))
             if method == "jsrl":
                 cfg = dataclasses.replace(cfg, guide=GuideConfig(policy=str(bc), schedule=args.guide_schedule))
             start = time.time()

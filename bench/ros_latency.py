@@ -26,6 +26,7 @@ timer: the control loop's schedule (sleep to the next tick; later than the tick 
     with nothing else in the process: how late the host wakes a process that does no work. Host events with
     their wall time: its own late wake-ups (stalls) and steal time per vCPU (from /proc/stat every tick:
     time a VM's hypervisor did not run that vCPU). Until SIGTERM or ``--seconds``; ``--out`` writes JSON.
+latency, soak and cameras also write their figures (latencies as percentiles) to ``bench/results/ros_latency/``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _recipe import run_stamp, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO / "ros2_ws" / "src" / "robot_rl_ros"))
@@ -97,6 +99,21 @@ def _node(domain: int, name: str):
     rclpy.init(context=context, domain_id=domain)
     node = Node(name, namespace="/bench", context=context)
     return node, BackgroundSpinner(node), context  # the nodes' executor: the driver stack it stands for is C++
+
+
+def _summary(values_ms: list[float]) -> dict[str, float] | None:
+    a = np.asarray(values_ms)
+    return None if a.size == 0 else {"n": int(a.size), "p50": float(np.percentile(a, 50)),
+                                     "p99": float(np.percentile(a, 99)), "max": float(a.max())}
+
+
+def _save(cmd: str, args: argparse.Namespace, figures: dict) -> None:
+    """The run's figures as ``bench/results/ros_latency/<time>-<cmd>.json``: per-step latencies as percentiles,
+    everything else (incidents, RSS samples, host events) as measured."""
+    figures = {k: _summary(v) if k.endswith("_ms") and isinstance(v, list) else v for k, v in figures.items()}
+    settings = {k: v for k, v in vars(args).items() if k != "cmd"}
+    path = write_results("ros_latency", f"{run_stamp()}-{cmd}.json", {"cmd": cmd, "args": settings, **figures})
+    print(f"results: {path}")
 
 
 def _percentiles(values_ms: list[float]) -> str:
@@ -331,6 +348,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
           f"after the previous one; missed cycles (actor, whole run) {r['missed_cycles']} of {r['actor_steps']}; "
           f"policy forward p50 {r['policy_ms_p50']:.2f} ms")
     _print_incidents(r)
+    _save("latency", args, r)
 
 
 def _print_incidents(r: dict) -> None:
@@ -382,6 +400,7 @@ def cmd_soak(args: argparse.Namespace) -> None:
             rate = (m1 - mh) / max(t1 - th, 1e-9) * 3600
             print(f"  {key} RSS {m0:.1f} -> {mh:.1f} -> {m1:.1f} MB at 0 / {th / 60:.1f} / {t1 / 60:.1f} min "
                   f"(second half {rate:+.1f} MB/h)")
+    _save("soak", args, r)
 
 
 def cmd_timer(args: argparse.Namespace) -> None:
@@ -443,6 +462,8 @@ def cmd_cameras(args: argparse.Namespace) -> None:
     for c in cams:
         dropped = n - len(got[c])
         print(f"  {c}: {len(got[c])}/{n} frames out ({dropped} dropped), latency {_percentiles(got[c])}")
+    _save("cameras", args, {"frames_in": n, **{f"{c}_frames_out": len(got[c]) for c in cams},
+                            **{f"{c}_latency_ms": got[c] for c in cams}})
 
 
 def main() -> None:

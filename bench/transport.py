@@ -13,7 +13,8 @@ latency: one actor at ``--hz`` runs a pixel SAC policy (2 x 128x128 cameras) whi
     per step (``ActorClient.add`` + ``PolicyHolder.maybe_swap``), the step time (act + link) against the same
     loop without a link, and weight latency: learner publish -> loaded on the actor, and -> first control step
     using it.
-Each process of a pair uses ``torch.set_num_threads(1)``.
+Each process of a pair uses ``torch.set_num_threads(1)``. Figures are also written to
+``bench/results/transport/``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _recipe import run_stamp, write_results
 
 TOKEN_ENV = "ROBOT_RL_TOKEN"
 
@@ -181,6 +183,9 @@ def throughput(args: argparse.Namespace) -> None:
         (folder / "stop").write_text("")
         learner.wait(30)
     n = args.transitions
+    save("throughput", args, {"transitions": n, "seconds": elapsed, "transitions_per_s": n / elapsed,
+                              "raw_mb_per_s": n * raw_bytes / elapsed / 2**20,
+                              "wire_mb_per_s": sent / elapsed / 2**20, "compression": n * raw_bytes / max(sent, 1)})
     print(
         f"throughput ({args.image_size}x{args.image_size} x2 cameras, pattern={args.pattern}, "
         f"zlib level {args.compression}; acked = fsynced):"
@@ -245,6 +250,11 @@ def latency(args: argparse.Namespace) -> None:
         (folder / "stop").write_text("")
         learner.wait(30)
     pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
+    loads = np.array([(loaded - pub) * 1e3 for _, pub, loaded in holder.loads[1:]])
+    swaps = np.array([(swapped - pub) * 1e3 for _, pub, swapped in holder.swaps[1:]])
+    save("latency", args, {"steps": steps, **{name: percentiles(values) for name, values in (
+        ("link_calls_ms", link), ("step_ms", step), ("step_without_link_ms", baseline),
+        ("weights_publish_to_loaded_ms", loads), ("weights_publish_to_first_step_ms", swaps))}})
     print(
         f"actor latency at {args.hz:g} Hz, {steps} steps, pixel SAC policy (2 x {args.image_size}px cameras):"
     )
@@ -257,8 +267,6 @@ def latency(args: argparse.Namespace) -> None:
         f"p50 {pct(baseline, 50):.2f} ms, p99 {pct(baseline, 99):.2f} ms -> p99 added "
         f"{pct(step, 99) - pct(baseline, 99):.2f} ms"
     )
-    loads = np.array([(loaded - pub) * 1e3 for _, pub, loaded in holder.loads[1:]])
-    swaps = np.array([(swapped - pub) * 1e3 for _, pub, swapped in holder.swaps[1:]])
     if len(loads):
         print(
             f"  weight push ({len(loads)} pushes, {args.publish_every:g} s period): "
@@ -267,6 +275,17 @@ def latency(args: argparse.Namespace) -> None:
             f"p50 {pct(swaps, 50):.1f} ms, p99 {pct(swaps, 99):.1f} ms (includes waiting for the next "
             f"{period * 1e3:.0f} ms tick)"
         )
+
+
+def percentiles(values: np.ndarray) -> dict[str, float] | None:
+    return {"p50": float(np.percentile(values, 50)), "p99": float(np.percentile(values, 99)),
+            "max": float(values.max())} if len(values) else None
+
+
+def save(mode: str, args: argparse.Namespace, figures: dict[str, object]) -> None:
+    settings = {k: v for k, v in vars(args).items() if k not in ("mode", "folder")}
+    path = write_results("transport", f"{run_stamp()}-{mode}.json", {"mode": mode, "args": settings, **figures})
+    print(f"results: {path}")
 
 
 def main() -> None:

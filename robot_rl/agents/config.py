@@ -34,6 +34,11 @@ class SACConfig:
     """Lower bound of the actor's pre-tanh log standard deviation."""
     log_std_max: float = 2.0
     """Upper bound of the actor's pre-tanh log standard deviation."""
+    exploration_std: float | None = None
+    """A fixed standard deviation of the actor's pre-tanh Gaussian instead of a learned one (ResFiT's
+    fixed-noise exploration, TD3 style): the actor learns only its mean and the policy has no entropy term
+    (the temperature is 0 and not learned). With a residual, ``exploration_std`` is in units of the residual's
+    bound. None: SAC's learned std with the entropy temperature."""
 
     # --- optimisation ---------------------------------------------------------------------------------------
     actor_lr: float = 3e-4
@@ -156,6 +161,8 @@ class SACConfig:
             raise bad("num_min_critics", f"must be in [1, num_critics={self.num_critics}]")
         if self.log_std_min >= self.log_std_max:
             raise bad("log_std_min", f"must be < log_std_max={self.log_std_max}")
+        if self.exploration_std is not None and not (math.isfinite(self.exploration_std) and self.exploration_std > 0):
+            raise bad("exploration_std", "must be a finite number > 0 or None")
         for name in ("actor_lr", "critic_lr", "temperature_lr", "gripper_lr"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):

@@ -184,10 +184,14 @@ class TanhGaussianActor(nn.Module):
         action_low: torch.Tensor,
         action_high: torch.Tensor,
         compute_dtype: torch.dtype = torch.float32,
+        fixed_std: float | None = None,
     ) -> None:
+        """``fixed_std``: the pre-tanh standard deviation is this constant (the trunk outputs means only)."""
         super().__init__()
-        self.trunk = mlp(in_dim, hidden_dims, 2 * action_dim, layer_norm, activation)
+        self.trunk = mlp(in_dim, hidden_dims, action_dim * (1 if fixed_std is not None else 2), layer_norm,
+                         activation)
         self.compute_dtype = compute_dtype
+        self.fixed_log_std = None if fixed_std is None else math.log(fixed_std)
         self.log_std_min = log_std_min
         self.log_std_max = log_std_max
         scale = (action_high - action_low) / 2
@@ -197,8 +201,11 @@ class TanhGaussianActor(nn.Module):
         self.register_buffer("log_scale_sum", torch.log(scale).sum().float())
 
     def distribution(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mean [B, A], log_std [B, A]) of the pre-tanh Gaussian; log_std squashed into its bounds."""
-        mean, log_std = forward_mixed(self.trunk, x, self.compute_dtype).chunk(2, dim=-1)
+        """(mean [B, A], log_std [B, A]) of the pre-tanh Gaussian; log_std squashed into its bounds (or fixed)."""
+        out = forward_mixed(self.trunk, x, self.compute_dtype)
+        if self.fixed_log_std is not None:
+            return out, torch.full_like(out, self.fixed_log_std)
+        mean, log_std = out.chunk(2, dim=-1)
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (torch.tanh(log_std) + 1)
         return mean, log_std
 

@@ -69,7 +69,7 @@ class ActingPolicy(nn.Module):
                 raise ValueError("observation_space has no keys to encode")
             self.actor = TanhGaussianActor(
                 self.encoder.out_dim, self.sac_dim, c.hidden_dims, c.actor_layer_norm, c.activation, c.log_std_min,
-                c.log_std_max, actor_low, actor_high, getattr(torch, c.precision),
+                c.log_std_max, actor_low, actor_high, getattr(torch, c.precision), c.exploration_std,
             )  # fmt: skip
             if self.residual_scale is not None:  # r's mean starts at 0: the untrained policy is the base
                 head = self.actor.trunk[-1]

@@ -203,9 +203,15 @@ class SACAgent:
         return self.temperature.log_alpha
 
     @property
+    def learns_temperature(self) -> bool:
+        """Whether actor steps also step the temperature (not with a fixed exploration std: no entropy term)."""
+        return self.config.learn_temperature and self.config.exploration_std is None
+
+    @property
     def alpha(self) -> torch.Tensor:
-        """Entropy temperature, scalar tensor (no grad)."""
-        return self.log_alpha.detach().exp()
+        """Entropy temperature, scalar tensor (no grad); 0 with a fixed exploration std."""
+        alpha = self.log_alpha.detach().exp()
+        return alpha if self.config.exploration_std is None else torch.zeros_like(alpha)
 
     def encode(self, obs: dict[str, torch.Tensor], target: bool = False) -> torch.Tensor:
         """Observation dict [B, ...] -> features [B, F] (online or target encoder)."""
@@ -371,7 +377,7 @@ class SACAgent:
         gradient (alpha is detached in one, log pi in the other), so one backward serves both."""
         loss, metrics = self.actor_loss(batch, noise=noise)
         log_prob = metrics.pop("log_prob")
-        if self.config.learn_temperature:
+        if self.learns_temperature:
             temperature_loss = self.temperature_loss(log_prob)
             loss = loss + temperature_loss
             metrics["temperature_loss"] = temperature_loss
@@ -384,7 +390,7 @@ class SACAgent:
 
     def actor_optimizers(self) -> list[torch.optim.Optimizer]:
         """The optimisers an actor step steps: the actor's, and the temperature's when it is learned."""
-        return [self.actor_optimizer] + ([self.temperature_optimizer] if self.config.learn_temperature else [])
+        return [self.actor_optimizer] + ([self.temperature_optimizer] if self.learns_temperature else [])
 
     def _backward_and_step(self, loss: torch.Tensor, optimizers: list[torch.optim.Optimizer]) -> None:
         """The eager step: backward, then per optimiser gradient clipping (if configured) and Adam."""

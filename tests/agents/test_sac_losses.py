@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -175,3 +176,27 @@ def test_critic_sees_only_the_sac_action_dims(num_critics: int) -> None:
     agent.generator.manual_seed(0)
     loss_b, _ = agent.critic_loss(batch)
     assert torch.isfinite(loss_a) and torch.equal(loss_a, loss_b)
+
+
+def test_fixed_exploration_std_samples_at_that_std_with_no_entropy_term() -> None:
+    cfg = dataclasses.replace(SMALL, exploration_std=0.3, init_temperature=0.2)
+    agent = SACAgent(cfg, state_space(5), action_space(3), seed=0)
+    batch = make_batch(state_space(5), 3)
+    features = agent.encode(batch.obs)
+    mean, log_std = agent.actor.distribution(features)
+    torch.testing.assert_close(log_std, torch.full_like(mean, math.log(0.3)))
+    noise = agent.policy_noise(len(batch))
+    action, _ = agent.sample_action(features, batch.obs, noise)
+    torch.testing.assert_close(action, torch.tanh(mean + 0.3 * noise))  # action_space(3) is [-1, 1]
+    set_constant_critics(agent.critic, CRITIC_VALUES)
+    loss, _ = agent.actor_loss(batch)
+    torch.testing.assert_close(loss, torch.tensor(-5.5))  # -mean Q only: alpha is 0
+    log_alpha = agent.log_alpha.detach().clone()
+    metrics = agent.update(lambda: make_batch(state_space(5), 3))
+    assert metrics["alpha"] == 0.0 and "temperature_loss" not in metrics
+    torch.testing.assert_close(agent.log_alpha.detach(), log_alpha)  # the temperature is not learned
+
+
+def test_exploration_std_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="exploration_std"):
+        SACConfig(exploration_std=0.0)

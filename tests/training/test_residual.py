@@ -65,9 +65,12 @@ def test_the_untrained_residual_acts_exactly_as_its_base_and_scale_zero_is_the_b
     frozen = ActingPolicy(dataclasses.replace(SMALL, residual_scale=0.0), env.observation_space, env.action_space)
     blind = ActingPolicy(dataclasses.replace(SMALL, residual_observe_base=False), env.observation_space,
                          env.action_space)
+    fixed_std = ActingPolicy(dataclasses.replace(SMALL, exploration_std=0.25), env.observation_space,
+                             env.action_space)
     assert blind.encoder.state_dim == policy.encoder.state_dim - 7  # the composition alone reads the base
     for obs in observations(env):
         np.testing.assert_array_equal(policy.act(obs, deterministic=True), obs[BASE_ACTION])
+        np.testing.assert_array_equal(fixed_std.act(obs, deterministic=True), obs[BASE_ACTION])
         np.testing.assert_array_equal(frozen.act(obs, deterministic=False), obs[BASE_ACTION])
         sampled = policy.act(obs, deterministic=False)
         assert np.all(np.abs(sampled - obs[BASE_ACTION]) <= SMALL.residual_scale + 1e-6)
