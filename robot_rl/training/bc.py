@@ -29,6 +29,7 @@ from torch import nn
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.encoders import ObservationEncoder
 from robot_rl.agents.networks import mlp
+from robot_rl.data.augmentation import shift_observation
 from robot_rl.data.demos import load_demos
 from robot_rl.data.episode import Episode
 from robot_rl.data.spaces import describe_space, space_from_description
@@ -188,11 +189,15 @@ def train_bc(config: BCConfig, say: Any = print) -> tuple[RunDir, EvalResult | N
     network.encoder.update_normalizer(data)
     optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     generator = torch.Generator(config.device).manual_seed(config.seed)
+    augment = bool(network.encoder.image_keys) and config.encoder.image_augmentation
     n = len(target)
     say(f"train-bc: {len(episodes)} demos, {n} steps, chunk {config.chunk}, {config.steps} gradient steps")
     for step in range(1, config.steps + 1):
         idx = torch.randint(n, (min(config.batch_size, n),), generator=generator, device=config.device)
-        err = (network({k: v[idx] for k, v in data.items()}) - target[idx]).square() * mask[idx]
+        batch = {k: v[idx] for k, v in data.items()}
+        if augment:  # the learner's DrQ shifts: a few demos' images are otherwise memorised pixel by pixel
+            batch = shift_observation(batch, config.encoder.augmentation_pad, generator, network.encoder.image_keys)
+        err = (network(batch) - target[idx]).square() * mask[idx]
         loss = err.sum() / (mask[idx].sum() * network.action_dim)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

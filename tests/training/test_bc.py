@@ -111,3 +111,27 @@ def test_bc_refuses_demos_of_another_task_before_claiming_a_run_folder(tmp_path:
     with pytest.raises(ValueError, match="recorded for task 'reach', this run is 'pick_cube'"):
         train_bc(config, say=lambda _: None)
     assert not (tmp_path / "bc").exists()
+
+
+def test_bc_from_pixel_demos_trains_on_shifted_images_and_its_run_is_a_pixel_base(tmp_path: Path):
+    pixels = EnvConfig(task="reach", obs="pixels", image_size=64)
+    env = make_env_from_config(pixels)
+    record_scripted_demos(env, "reach", 3, tmp_path / "demos", seed=0)
+    encoder = SACConfig(cnn_channels=(8, 8), cnn_strides=(2, 2), image_latent_dim=16, proprio_latent_dim=8)
+    said: list[str] = []
+    config = BCConfig(demos=tmp_path / "demos", env=pixels, chunk=2, steps=200, batch_size=64, hidden_dims=(32,),
+                      encoder=encoder, eval_episodes=0, torch_threads=1, run_dir=tmp_path / "bc")
+    run, _ = train_bc(config, say=said.append)
+    losses = [float(line.rsplit("loss ", 1)[1]) for line in said if "loss" in line]
+    assert losses[-1] < 0.5 * losses[0]
+    policy = load_bc_policy(run.path)
+    assert sorted(policy.network.encoder.image_keys) == ["images/front", "images/wrist"]
+    based = make_env_from_config(dataclasses.replace(pixels, base_policy=str(run.path)))
+    obs, _ = based.reset(seed=3)
+    plain = {k: v for k, v in obs.items() if k != BASE_ACTION}
+    np.testing.assert_array_equal(obs[BASE_ACTION], np.clip(policy(plain), -1, 1))
+    # the shifts are drawn: the same run without them ends elsewhere
+    unshifted = dataclasses.replace(config, encoder=dataclasses.replace(encoder, image_augmentation=False),
+                                    run_dir=tmp_path / "plain")
+    other = load_bc_policy(train_bc(unshifted, say=lambda _: None)[0].path)
+    assert not np.array_equal(policy(plain), other(plain))
