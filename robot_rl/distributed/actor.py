@@ -26,8 +26,10 @@ from robot_rl.distributed.client import ActorClient, LinkRefused
 from robot_rl.distributed.codec import load_weights
 from robot_rl.distributed.config import ActorConfig
 from robot_rl.distributed.spec import run_spec
+from robot_rl.training.base_policy import load_base_policy
 from robot_rl.training.env_factory import make_env_from_config
 from robot_rl.training.evaluate import TRAIN_SEED_BASE
+from robot_rl.training.guide import JumpStart, episode_horizon
 from robot_rl.training.hil import wrap_training_env
 from robot_rl.utils.atomic import atomic_write
 from robot_rl.utils.config_io import from_jsonable
@@ -45,7 +47,10 @@ class PolicyHolder:
         # One exploration stream across swaps: two equally seeded generators would replay each other's noise.
         self._spare.act_generator = self.active.act_generator
         self.version = 0
+        self.guide_h: int | None = None
+        """The jump-start guide's h that came with the active weights (None: the run has no guide)."""
         self._ready: tuple[int, float] | None = None
+        self._ready_guide_h: int | None = None
         self._lock = threading.Lock()
         self.loaded = threading.Event()
         self.swaps: list[tuple[int, float, float]] = []
@@ -56,7 +61,7 @@ class PolicyHolder:
     def load(self, message: Any) -> None:
         """Weights thread: ``pb.Weights`` -> the spare policy."""
         with self._lock:
-            load_weights(self._spare, message.state)
+            self._ready_guide_h = load_weights(self._spare, message.state)
             self._ready = (int(message.version), float(message.publish_time))
             self.loads.append((*self._ready, time.time()))
         self.loaded.set()
@@ -69,10 +74,24 @@ class PolicyHolder:
             assert self._ready is not None
             self.active, self._spare = self._spare, self.active
             (self.version, published), self._ready = self._ready, None
+            self.guide_h = self._ready_guide_h
         finally:
             self._lock.release()
         self.swaps.append((self.version, published, time.time()))
         return True
+
+
+def actor_jump_start(config: ActorConfig, env: gym.Env) -> JumpStart | None:
+    """``--guide.policy``: this actor's guide in its own env, on its own draws of h (random schedule) or the
+    learner's h (curriculum, sent with the weights)."""
+    g = config.guide
+    if g.policy is None:
+        return None
+    horizon = g.horizon or episode_horizon(env)
+    if horizon is None:
+        raise ValueError(f"--guide.policy {g.policy!r}: {config.env.name!r} has no time limit; give --guide.horizon")
+    guide = load_base_policy(g.policy, env, g.noise, g.policy_sha256, seed=config.seed)
+    return JumpStart(guide, g, horizon, config.seed)
 
 
 class Actor:
@@ -84,6 +103,7 @@ class Actor:
         self.env = env or make_env_from_config(cfg.env, training=True)  # with a classifier, only it ends episodes
         self.spec = run_spec(self.env, cfg.env, cfg.intervention_mode)
         self.env = wrap_training_env(self.env, cfg)  # after env_spec: the spec names the task, not the wrappers
+        self.jump_start = actor_jump_start(cfg, self.env)
         self.client = ActorClient(
             cfg.link,
             cfg.actor_id,
@@ -97,6 +117,8 @@ class Actor:
         self.policy: PolicyHolder | None = None
         self.steps = self.episodes = 0
         self.versions_used: set[int] = set()
+        self.guide_steps: list[int] = []
+        """Per episode: the steps the jump-start guide took first (h)."""
         self.step_seconds: list[float] = []
         """Per step: seconds spent in link calls (``client.add`` + ``maybe_swap``), for latency figures."""
 
@@ -126,8 +148,10 @@ class Actor:
         env, client, policy = self.env, self.client, self.policy
         period = 1.0 / cfg.control_hz if cfg.control_hz > 0 else 0.0
         next_tick, last_status = time.perf_counter(), 0.0
+        jump, t_episode = self.jump_start, 0
         try:
             obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
+            self._start_episode(policy)
             while not (cfg.max_steps and self.steps >= cfg.max_steps) and not should_stop():
                 if client.error is not None:
                     raise client.error
@@ -140,7 +164,9 @@ class Actor:
                 t0 = time.perf_counter()
                 policy.maybe_swap()
                 link_s = time.perf_counter() - t0
-                if self.steps < cfg.random_steps:
+                if jump is not None and jump.acts(t_episode):
+                    action = jump.guide(obs)
+                elif self.steps < cfg.random_steps:
                     action = env.action_space.sample()
                 else:
                     action = policy.active.act(obs, deterministic=cfg.deterministic)
@@ -152,10 +178,13 @@ class Actor:
                 self.step_seconds.append(link_s + time.perf_counter() - t1)
                 self.versions_used.add(policy.version)
                 self.steps += 1
+                t_episode += 1
                 obs = t.next_obs
                 if step.done:
                     self.episodes += 1
                     obs, _ = env.reset(seed=TRAIN_SEED_BASE + cfg.seed * 1_000_000 + self.episodes)
+                    self._start_episode(policy)
+                    t_episode = 0
                 if cfg.status_file is not None and time.monotonic() - last_status > 0.5:
                     last_status = time.monotonic()
                     atomic_write(cfg.status_file, json.dumps(self.summary()))
@@ -181,6 +210,14 @@ class Actor:
             raise client.error
         return summary
 
+    def _start_episode(self, policy: PolicyHolder) -> None:
+        """A new episode: on the curriculum the guide's h is the learner's, sent with the weights in use."""
+        if self.jump_start is None:
+            return
+        if self.jump_start.config.schedule == "curriculum" and policy.guide_h is not None:
+            self.jump_start.h = policy.guide_h
+        self.guide_steps.append(self.jump_start.start_episode())
+
     def summary(self) -> dict[str, Any]:
         link = np.asarray(self.step_seconds[-10_000:]) * 1e3
         return {
@@ -188,6 +225,7 @@ class Actor:
             "steps": self.steps,
             "episodes": self.episodes,
             "policy_version": self.policy.version if self.policy else 0,
+            **({"guide_h": self.guide_steps[-1]} if self.guide_steps else {}),
             "versions_used": sorted(self.versions_used),
             **self.client.status(),
             "link_ms_p50": float(np.percentile(link, 50)) if len(link) else 0.0,

@@ -152,6 +152,10 @@ def decode_record(raw: bytes, space: gym.spaces.Dict, action_dim: int) -> Record
 
 
 # ------------------------------------------------------------------------------------------------ weights
+SCHEDULE = "schedule"
+"""Entry of a weights payload beside the policy's modules: what else the actor acts on (the guide's h)."""
+
+
 def _frozen_prefixes(agent: ActingPolicy) -> list[str]:
     frozen = {id(m) for m in agent.encoder.frozen_modules()}
     return [
@@ -170,15 +174,22 @@ def actor_payload(agent: ActingPolicy) -> dict[str, Any]:
     return state
 
 
-def dump_weights(agent: ActingPolicy) -> bytes:
+def dump_weights(agent: ActingPolicy, guide_h: int | None = None) -> bytes:
+    """The acting policy's weights, and the jump-start guide's current h when the run has a guide (actors act
+    on both together)."""
+    payload = {k: {n: t.detach().cpu() for n, t in v.items()} for k, v in actor_payload(agent).items()}
+    if guide_h is not None:
+        payload[SCHEDULE] = {"guide_h": torch.tensor(int(guide_h))}
     buf = io.BytesIO()
-    torch.save({k: {n: t.detach().cpu() for n, t in v.items()} for k, v in actor_payload(agent).items()}, buf)
+    torch.save(payload, buf)
     return buf.getvalue()
 
 
-def load_weights(agent: ActingPolicy, data: bytes) -> None:
-    """Load ``dump_weights`` bytes into ``agent`` (frozen backbone weights are kept from ``agent``)."""
+def load_weights(agent: ActingPolicy, data: bytes) -> int | None:
+    """Load ``dump_weights`` bytes into ``agent`` (frozen backbone weights are kept from ``agent``); returns the
+    guide's h sent with them (None: the run has no guide)."""
     payload = torch.load(io.BytesIO(data), map_location=agent.device, weights_only=True)
+    schedule = payload.pop(SCHEDULE, {})
     prefixes = _frozen_prefixes(agent)
     if prefixes:
         own = agent.encoder.state_dict()
@@ -187,3 +198,4 @@ def load_weights(agent: ActingPolicy, data: bytes) -> None:
             **payload["encoder"],
         }
     agent.load_actor_state_dict(payload)
+    return int(schedule["guide_h"]) if "guide_h" in schedule else None

@@ -17,6 +17,7 @@ from robot_rl.teleop.base import TeleopName
 from robot_rl.teleop.corrector import CorrectorConfig
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import EnvConfig
+from robot_rl.training.guide import GuideConfig
 
 MIN_TOKEN_CHARS = 16
 
@@ -168,6 +169,9 @@ class ActorConfig:
     bridge's teleop mux, so ``teleop`` stays ``none`` there and RLIF still has its reward signal."""
     corrector: CorrectorConfig = field(default_factory=CorrectorConfig)
     """The scripted corrector (``--teleop scripted``)."""
+    guide: GuideConfig = field(default_factory=GuideConfig)
+    """Jump-start RL (``--guide.policy``, the learner's ``train.guide``): the guide acts for the first h steps of
+    each episode here, next to the robot; on the curriculum h comes from the learner with the weights."""
 
     def __post_init__(self) -> None:
         if self.intervention_mode == "rlif" and self.teleop == "none" and not self.env_interventions:

@@ -36,7 +36,7 @@ def actor_config(cfg: TrainConfig, index: int, port: int, n: int) -> ActorConfig
         link=LinkConfig(port=port), env=cfg.env, actor_id=f"sim-{index}", seed=seed,
         random_steps=math.ceil(cfg.random_steps / n), device=cfg.device, connect_timeout_s=120.0,
         follow_learner_pace=True, teleop=cfg.teleop, intervention_mode=cfg.intervention_mode,
-        corrector=dataclasses.replace(cfg.corrector, seed=cfg.corrector.seed * 1000 + index + 1),
+        corrector=dataclasses.replace(cfg.corrector, seed=cfg.corrector.seed * 1000 + index + 1), guide=cfg.guide,
     )  # fmt: skip
 
 

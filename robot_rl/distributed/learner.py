@@ -80,6 +80,10 @@ class Learner(LearnerCore):
         space, action_space = self.env.observation_space, self.env.action_space
         action_dim = action_space.shape[0]
         super().__init__(t, self.env, RunDir(path), say=log.info)
+        if t.guide.policy is not None and t.guide.schedule == "curriculum" and self.eval_env is None:
+            raise ValueError(f"--train.guide.policy {t.guide.policy!r} on the curriculum moves h on this learner's "
+                             "evaluations; evaluate (--evaluate) or use --train.guide.schedule random")
+        self.start_guide(self.env, None)  # the actors step with the guide; this process keeps h
         self._replay_lock = threading.Lock()
         self.weights_version = 0
         self._published_updates = -1
@@ -216,7 +220,8 @@ class Learner(LearnerCore):
         self.weights_version += 1
         doc = json.dumps({"version": self.weights_version}).encode()
         atomic_write(self.run_dir.path / VERSION_FILE, doc)
-        self.server.publish(self.weights_version, self.updates, dump_weights(self.agent.policy))
+        guide_h = None if self.jump_start is None else self.jump_start.h
+        self.server.publish(self.weights_version, self.updates, dump_weights(self.agent.policy, guide_h))
         self._published_updates = self.updates
 
     def _steps_taken(self) -> int:
@@ -355,8 +360,12 @@ class Learner(LearnerCore):
         if self.config.max_actor_lead > 0:  # no updates while evaluating: paced actors wait meanwhile
             self.server.hold = True
         result = self.evaluate(self.eval_env)
+        h = None if self.jump_start is None else self.jump_start.h
+        self.advance_guide(self.eval_env)
         self.server.hold = False  # the run loop holds the actors again if they are still ahead of the updates
         log.info("[%d transitions] eval: %s", self.env_steps, result.summary())
+        if self.jump_start is not None and self.jump_start.h != h:
+            self._publish()  # the actors' next episodes start at the new h
 
     # --------------------------------------------------------------------------------------- checkpoints
     def save_checkpoint(self, extra: dict[str, Any] | None = None, with_replay: bool = False) -> Path:

@@ -161,9 +161,6 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.demo_noise must be >= 0, got {self.demo_noise}")
         if self.demos is not None and not Path(self.demos).exists():
             raise ValueError(f"TrainConfig.demos: no such folder {self.demos}")
-        if self.guide.policy is not None and self.actors > 0:
-            raise ValueError(f"TrainConfig.guide: a jump-start guide runs in the single-process loop; drop "
-                             f"--actors {self.actors} or --guide.policy {self.guide.policy!r}")
         if self.guide.policy is None and (self.guide.noise > 0 or self.guide.policy_sha256 is not None):
             raise ValueError("TrainConfig.guide: --guide.noise is set without a guide (--guide.policy)")
         if self.parallel.num_envs > 0:

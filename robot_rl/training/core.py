@@ -32,10 +32,11 @@ from robot_rl.data.hindsight import goal_rewards_for
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler, Sampler
 from robot_rl.data.transition import EXTRAS, episode_extras
-from robot_rl.training.base_policy import base_of, with_base_actions
+from robot_rl.training.base_policy import BasePolicy, base_of, load_base_policy, with_base_actions
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import EnvConfig, success_criterion
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
+from robot_rl.training.guide import JumpStart, episode_horizon
 from robot_rl.training.hil import prepare_demo
 from robot_rl.training.panels import EpisodePanel
 from robot_rl.training.record import demo_summary, record_scripted_demos
@@ -133,6 +134,9 @@ class LearnerCore:
         self.env_steps = self.episodes = self.updates = self.update_calls = 0
         self._updated_in_process = False
         self.last_eval: EvalResult | None = None
+        self.jump_start: JumpStart | None = None
+        """Jump-start RL's schedule (``start_guide``): h, and the guide where this process steps the env."""
+        self.eval_guide: BasePolicy | None = None
         if cfg.init_from is not None and cfg.resume is None:
             self._init_agent_from(Path(cfg.init_from))
 
@@ -214,6 +218,42 @@ class LearnerCore:
             self.save_panel(panel, "eval")
         return self.record_eval(result)
 
+    # ------------------------------------------------------------------------------------ jump-start guide
+    def start_guide(self, eval_env: gym.Env, train_env: gym.Env | None) -> None:
+        """``--guide.policy``: the schedule of h, a guide instance for the evaluation env (the combined policy's
+        evaluations move the curriculum) and, where this process steps a training env, one for it (a scripted
+        expert reads its own env's simulator). Actor processes run their own guide on h from the learner."""
+        cfg = self.train
+        g = cfg.guide
+        if g.policy is None:
+            return
+        horizon = g.horizon or episode_horizon(eval_env)
+        if horizon is None:
+            raise ValueError(f"--guide.policy {g.policy!r}: {cfg.env.name!r} has no time limit; give --guide.horizon")
+        guide = None if train_env is None else load_base_policy(g.policy, train_env, g.noise, g.policy_sha256,
+                                                                seed=cfg.seed)
+        self.eval_guide = load_base_policy(g.policy, eval_env, g.noise, g.policy_sha256, seed=cfg.seed + 1)
+        self.jump_start = JumpStart(guide, g, horizon, cfg.seed)
+        self.say(f"jump-start guide {g.policy!r}: {g.schedule} h over {horizon} steps per episode")
+
+    def advance_guide(self, eval_env: gym.Env) -> None:
+        """After an evaluation: log h; on the curriculum, evaluate the combined policy and move h down a stage
+        when it is at its best."""
+        jump, guide = self.jump_start, self.eval_guide
+        if jump is None or guide is None:
+            return
+        h, metrics = jump.h, {"h": float(jump.h)}
+        if jump.config.schedule == "curriculum" and h > 0:
+            policy, reset = jump.combined(guide, lambda o: self.agent.act(o, deterministic=True))
+            result = evaluate(policy, eval_env, self.train.eval_episodes, EVAL_SEED_BASE, reset=reset,
+                              criterion=success_criterion(self.train.env, eval_env))
+            metrics["combined_success"] = result.success_rate or 0.0
+            moved = jump.after_evaluation(metrics["combined_success"], result.mean_length)
+            self.say(f"[{self.env_steps} steps] guide for {h} steps, then the policy: {result.summary()}"
+                     + (f"; h -> {jump.h}" if moved else ""))
+        if self.is_main:
+            self.run_dir.log("guide", self.env_steps, metrics)
+
     def save_panel(self, panel: EpisodePanel, kind: str) -> None:
         """``<run>/panels/<kind>_<steps>.png`` and TensorBoard's ``<kind>/panel``."""
         path = self.run_dir.path / "panels" / f"{kind}_{self.env_steps:07d}.png"
@@ -245,6 +285,7 @@ class LearnerCore:
             "updates": self.updates,
             "update_calls": self.update_calls,
             "torch_rng": torch.get_rng_state(),
+            **({} if self.jump_start is None else {"guide": self.jump_start.state_dict()}),
             **(extra or {}),
         }
         return atomic_write(ckpt_dir / CHECKPOINT, lambda f: torch.save(state, f))
@@ -264,6 +305,8 @@ class LearnerCore:
         self.updates = int(state["updates"])
         self.update_calls = int(state.get("update_calls", self.updates // self.train.agent.utd_ratio))
         torch.set_rng_state(state["torch_rng"])
+        if self.jump_start is not None:
+            self.jump_start.load_state_dict(state["guide"])
         if with_replay:  # the step and episode counts describe the replay: whoever keeps it restores them
             self.env_steps, self.episodes = int(state["env_steps"]), int(state["episodes"])
             self.replay.load(self.run_dir.checkpoints / "replay.npz")

@@ -69,7 +69,9 @@ def episode_horizon(env: gym.Env) -> int | None:
 class JumpStart:
     """Which steps of an episode the guide takes, and how that moves (see the module docstring)."""
 
-    def __init__(self, guide: BasePolicy, config: GuideConfig, horizon: int, seed: int = 0) -> None:
+    def __init__(self, guide: BasePolicy | None, config: GuideConfig, horizon: int, seed: int = 0) -> None:
+        """``guide``: the guide acting in this process's training env (None where no training env is stepped:
+        a learner fed by actor processes keeps the schedule only)."""
         self.guide, self.config, self.horizon = guide, config, horizon
         self.step_size = max(1, math.ceil(horizon / config.stages))
         self.h = horizon  # curriculum: the current stage's h
@@ -79,7 +81,8 @@ class JumpStart:
 
     def start_episode(self) -> int:
         """A new training episode: reset the guide and fix this episode's h (returned)."""
-        self.guide.reset()
+        if self.guide is not None:
+            self.guide.reset()
         self.episode_h = int(self.rng.integers(0, self.horizon + 1)) if self.config.schedule == "random" else self.h
         return self.episode_h
 

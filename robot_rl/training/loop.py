@@ -17,7 +17,7 @@ from robot_rl.agents.policy import ActingPolicy
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.transition import step_env
 from robot_rl.envs.success import EpisodeSuccess
-from robot_rl.training.base_policy import BasePolicy, load_base_policy, pin_policies
+from robot_rl.training.base_policy import pin_policies
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.core import (
     CHECKPOINT,
@@ -27,8 +27,7 @@ from robot_rl.training.core import (
     start_process,
 )
 from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config, success_criterion
-from robot_rl.training.evaluate import EVAL_SEED_BASE, TRAIN_SEED_BASE, EvalResult, evaluate
-from robot_rl.training.guide import JumpStart, episode_horizon
+from robot_rl.training.evaluate import TRAIN_SEED_BASE, EvalResult
 from robot_rl.training.hil import (
     check_rlif_has_device,
     episode_metrics,
@@ -60,14 +59,12 @@ class Trainer(LearnerCore):
         run_dir = RunDir(cfg.run_dir or RunDir.default_path(cfg.env.task, cfg.env.obs))
         super().__init__(cfg, self.env, run_dir, say=self._log_line)
         self.router = make_router(cfg, self.replay, self.demo_replay)  # interventions -> demos; RLIF labels
-        self.jump_start, self.eval_guide = self._guides(cfg)
+        self.start_guide(self.eval_env, self.env)
 
         if cfg.resume is not None:
             state = self.load_checkpoint()
             if state is None:
                 raise FileNotFoundError(f"--resume {run_dir.path}: no checkpoint at {run_dir.checkpoints / CHECKPOINT}")
-            if self.jump_start is not None:
-                self.jump_start.load_state_dict(state["guide"])
             self._log_line(f"resumed {run_dir.path} at {self.env_steps} env steps, {len(self.replay)} transitions")
         else:
             run_dir.create(cfg)
@@ -76,24 +73,6 @@ class Trainer(LearnerCore):
             self._log_line(f"demos: {source}; {len(self.demo_replay)} demo transitions")
         if advice := few_critics_warning(cfg):
             self._log_line(advice)
-
-    def _guides(self, cfg: TrainConfig) -> tuple[JumpStart | None, BasePolicy | None]:
-        """The jump-start schedule with its guide in the training env, and a second guide instance for the
-        evaluation env (a scripted expert reads its own env's simulator)."""
-        g = cfg.guide
-        if g.policy is None:
-            return None, None
-        horizon = g.horizon or episode_horizon(self.env)
-        if horizon is None:
-            raise ValueError(f"--guide.policy {g.policy!r}: {cfg.env.name!r} has no time limit; give --guide.horizon")
-        guide = load_base_policy(g.policy, self.env, g.noise, g.policy_sha256, seed=cfg.seed)
-        eval_guide = load_base_policy(g.policy, self.eval_env, g.noise, g.policy_sha256, seed=cfg.seed + 1)
-        self._log_line(f"jump-start guide {g.policy!r}: {g.schedule} h over {horizon} steps per episode")
-        return JumpStart(guide, g, horizon, cfg.seed), eval_guide
-
-    def _checkpoint(self) -> None:
-        extra = {} if self.jump_start is None else {"guide": self.jump_start.state_dict()}
-        self.save_checkpoint(extra)
 
     # --- main loop -------------------------------------------------------------------------------------
     def run(self, should_stop: Callable[[], bool] = lambda: False) -> EvalResult | None:
@@ -179,7 +158,7 @@ class Trainer(LearnerCore):
                 episode_return, episode_length = 0.0, 0
                 success = EpisodeSuccess(criterion)
                 if checkpoint_due:  # only at episode boundaries: no half episode is ever persisted
-                    self._checkpoint()
+                    self.save_checkpoint()
                     checkpoint_due = False
             timed = self.updates - updates_at_start - cfg.agent.utd_ratio  # all calls but the first
             ups = timed / update_time if update_time > 0 else 0.0
@@ -189,7 +168,7 @@ class Trainer(LearnerCore):
             recorder.close()  # an open episode is kept, marked truncated and interrupted
         self.router.flush()
         self.replay.end_episode()  # the budget may end mid-episode: keep its steps, bootstrapped
-        self._checkpoint()
+        self.save_checkpoint()
         self.run_dir.plot_learning_curve()
         self.run_dir.close()
         device = teleop_device(self.env)
@@ -223,23 +202,7 @@ class Trainer(LearnerCore):
             self.run_dir.save_video(frames, f"eval_{self.env_steps:07d}", fps=self._fps(), tag="eval/video",
                                     step=self.env_steps)
         self._log_line(f"[{self.env_steps} steps] eval: {result.summary()}")
-        if self.jump_start is not None and self.eval_guide is not None:
-            self._advance_guide()
-
-    def _advance_guide(self) -> None:
-        """Log h; on the curriculum, evaluate the combined policy and move h down a stage when it is at its best."""
-        jump, guide = self.jump_start, self.eval_guide
-        assert jump is not None and guide is not None
-        h, metrics = jump.h, {"h": float(jump.h)}
-        if jump.config.schedule == "curriculum" and h > 0:
-            policy, reset = jump.combined(guide, lambda o: self.agent.act(o, deterministic=True))
-            result = evaluate(policy, self.eval_env, self.train.eval_episodes, EVAL_SEED_BASE, reset=reset,
-                              criterion=success_criterion(self.train.env, self.eval_env))
-            metrics["combined_success"] = result.success_rate or 0.0
-            moved = jump.after_evaluation(metrics["combined_success"], result.mean_length)
-            self._log_line(f"[{self.env_steps} steps] guide for {h} steps, then the policy: {result.summary()}"
-                           + (f"; h -> {jump.h}" if moved else ""))
-        self.run_dir.log("guide", self.env_steps, metrics)
+        self.advance_guide(self.eval_env)
 
     def _fps(self) -> float:
         return float(self.eval_env.metadata.get("render_fps", 10))

@@ -226,7 +226,8 @@ def test_weights_payload_is_actor_only() -> None:
     assert not any("critic" in name for name, _ in actor.named_parameters())
     data = dump_weights(learner.policy)
     assert len(data) < 0.5 * sum(p.numel() * 4 for p in learner.critic.parameters()) + 200_000
-    load_weights(actor, data)
+    assert load_weights(actor, data) is None  # no jump-start guide in this run
+    assert load_weights(actor, dump_weights(learner.policy, guide_h=12)) == 12
     obs, _ = ENV.reset(seed=0)
     np.testing.assert_allclose(
         actor.act(obs, deterministic=True), learner.act(obs, deterministic=True), atol=1e-6

@@ -4,7 +4,11 @@ survives a resume, and the run's own evaluation is of the learned policy alone."
 
 from __future__ import annotations
 
-import dataclasses
+import csv
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -115,8 +119,28 @@ def test_a_resumed_run_continues_the_schedule(tmp_path: Path):
     assert resumed.jump_start is not None and resumed.jump_start.h == h
 
 
-def test_a_guide_needs_a_single_process_run_and_noise_needs_a_guide(tmp_path: Path):
-    with pytest.raises(ValueError, match="single-process loop"):
-        dataclasses.replace(guided(tmp_path / "run", 80), actors=1)
+def test_noise_needs_a_guide():
     with pytest.raises(ValueError, match="without a guide"):
         TrainConfig(guide=GuideConfig(noise=0.5))
+
+
+def test_actor_processes_run_the_guide_on_the_learners_h(tmp_path: Path):
+    """``--actors 1``: the guide acts in the actor process (reach's expert for the whole episode at first, so
+    the first episodes succeed where an untrained policy does not), the learner moves h on its evaluations and
+    sends it with the weights, and the actor's later episodes start at that h."""
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "robot_rl.cli", "train", "--actors", "1", "--task", "reach", "--total-env-steps",
+           "300", "--eval-every", "150", "--eval-episodes", "2", "--scripted-demos", "1", "--learning-starts", "200",
+           "--batch-size", "16", "--agent.hidden-dims", "32", "32", "--agent.num-critics", "2", "--agent.utd-ratio",
+           "1", "--torch-threads", "1", "--no-progress", "--guide.policy", "expert", "--guide.stages", "4",
+           "--run-dir", str(run)]
+    proc = subprocess.run(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = list(csv.DictReader((run / "metrics.csv").read_text().splitlines()))
+    h = [(int(r["step"]), float(r["value"])) for r in rows if r["kind"] == "guide" and r["key"] == "h"]
+    assert len(h) >= 2 and h[1][1] < h[0][1]  # logged at each evaluation; the first moved h down
+    early = [float(r["value"]) for r in rows
+             if r["kind"] == "episode" and r["key"] == "success" and int(r["step"]) <= h[0][0]]
+    assert early and np.mean(early) >= 0.8  # the expert guided them from the first step
+    summary = json.loads((run / "actor-0.log").read_text().split("actor summary: ")[1].splitlines()[0])
+    assert summary["guide_h"] in {int(v) for _, v in h[1:]}  # the actor's last episode started at a later h
