@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.spaces import describe_space
+from robot_rl.training.base_policy import base_policy_digest
 from robot_rl.training.env_factory import EnvConfig
 
 
@@ -22,9 +23,16 @@ def classifier_digest(path: str | os.PathLike[str] | None) -> str | None:
 
 
 def run_spec(env: gym.Env, config: EnvConfig, intervention_mode: str) -> dict[str, Any]:
-    """``env_spec`` of the env ``config`` built, rewarded as ``config`` says (compared at the handshake)."""
+    """``env_spec`` of the env ``config`` built, rewarded as ``config`` says, with the base policy's identity
+    when a residual is learned over one (compared at the handshake: a residual is only meaningful over the base
+    it is trained with, and the two ends may name one file by different paths)."""
     digest = classifier_digest(config.reward_classifier)
-    return env_spec(env, config.name, config.dense_reward, intervention_mode, digest)
+    spec = env_spec(env, config.name, config.dense_reward, intervention_mode, digest)
+    if config.base_policy is not None:
+        sha = config.base_policy_sha256 or base_policy_digest(config.base_policy)
+        spec["base_policy"] = {"sha256": sha[:16]} if sha else {"name": config.base_policy,
+                                                                "noise": config.base_noise}
+    return spec
 
 
 def env_spec(env: gym.Env, task: str, dense_reward: bool = False, intervention_mode: str = "hil",

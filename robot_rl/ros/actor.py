@@ -59,6 +59,11 @@ class PolicyActorConfig:
     boundaries; ``robot-rl import-demos`` turns it into demos (learner=none)."""
     record_task: str = "robot"
     """The task name the recording's episodes carry (what ``robot-rl train --demos`` checks)."""
+    base_policy: str = ""
+    """learner=remote with a residual learner (``--train.base-policy``): the same base policy on this PC (a
+    TorchScript file, a ``train-bc`` run folder or ``module:attr``); it proposes each action here, next to the
+    arm, and the handshake checks it is the learner's (SHA-256 of the file). learner=none takes the base from
+    the checkpoint's run."""
     intervention_mode: InterventionMode = "hil"
     """learner=remote: ``hil`` (interventions also fill the learner's demo buffer) or ``rlif`` (the only
     reward is -1 on the policy step before each takeover); must match the learner's
@@ -72,6 +77,9 @@ class PolicyActorConfig:
                              f"got {self.intervention_mode!r}")
         if self.episodes < 0:
             raise ValueError(f"PolicyActorConfig.episodes must be >= 0, got {self.episodes}")
+        if self.base_policy and self.learner != "remote":
+            raise ValueError(f"PolicyActorConfig.base_policy={self.base_policy!r} is for learner=remote; with "
+                             "learner=none a residual checkpoint brings its own base")
         if self.record and self.learner == "remote":
             raise ValueError("PolicyActorConfig.record records the actor's own loop (learner=none); with "
                              "learner=remote the learner keeps every transition in its replay log")
@@ -260,7 +268,7 @@ def link_config(cfg: PolicyActorConfig, env_kwargs: dict[str, Any]) -> LinkActor
     return LinkActorConfig(
         link=LinkConfig(host=host or "127.0.0.1", port=int(port)), actor_id=cfg.actor_id, seed=cfg.seed,
         env=EnvConfig(env_factory="robot_rl.ros.spec_env:make_contract_env",
-                      env_kwargs=json.dumps(env_kwargs, sort_keys=True)),
+                      env_kwargs=json.dumps(env_kwargs, sort_keys=True), base_policy=cfg.base_policy or None),
         deterministic=cfg.deterministic, control_hz=0.0,
         intervention_mode=cfg.intervention_mode,
         env_interventions=True)  # the bridge's mux flags them in every step's echo
@@ -270,5 +278,7 @@ def run_remote(env: gym.Env, cfg: PolicyActorConfig, env_kwargs: dict[str, Any],
                should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """The distributed actor loop over ``env`` (needs ``robot_rl[dist]``), configured by ``link_config``."""
     from robot_rl.distributed.actor import Actor
+    from robot_rl.training.env_factory import with_base_policy
 
-    return Actor(link_config(cfg, env_kwargs), env=env).run(should_stop)
+    link = link_config(cfg, env_kwargs)
+    return Actor(link, env=with_base_policy(env, link.env)).run(should_stop)

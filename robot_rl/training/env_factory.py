@@ -211,6 +211,12 @@ def make_env_from_config(config: EnvConfig, render_mode: str | None = None, trai
         env_kwargs=config.env_kwargs,
         success_key=config.success_key,
     )
+    return with_base_policy(env, config)
+
+
+def with_base_policy(env: gym.Env, config: EnvConfig) -> gym.Env:
+    """``env`` with ``config``'s base policy proposing each action as the ``base_action`` observation (``env``
+    itself without one); also for an env built elsewhere, as a robot's env is."""
     if config.base_policy is None:
         return env
     base = load_base_policy(config.base_policy, env, config.base_noise, config.base_policy_sha256)

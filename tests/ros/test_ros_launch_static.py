@@ -231,6 +231,15 @@ def test_real_arm_launch_rlif_reaches_actor_and_learner() -> None:
     assert parse(list(learner.cmd[1:])).train.intervention_mode == "rlif"
 
 
+def test_real_arm_launch_residual_runs_the_base_by_the_arm_and_the_learner_over_it() -> None:
+    plans = plan("real_arm", hardware="franka_fr3", link="remote", learner="true", base_policy="bc_run")
+    assert _nodes(plans)["policy_actor"].overrides["actor.base_policy"] == "bc_run"
+    cmd = next(p for p in plans if isinstance(p, ProcessPlan)).cmd
+    learner = parse(list(cmd[1:])).train
+    assert learner.env.base_policy == "bc_run" and learner.agent.residual_scale is not None  # the residual preset
+    assert "actor.base_policy" not in _nodes(plan("real_arm", hardware="franka_fr3"))["policy_actor"].overrides
+
+
 def test_real_arm_launch_with_reward_classifier() -> None:
     nodes = _nodes(plan("real_arm", hardware="franka_fr3", reward_classifier="/data/pick.pt", teleop="false"))
     assert nodes["reward_classifier"].overrides == {"classifier": "/data/pick.pt"}

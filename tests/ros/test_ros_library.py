@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("yaml")  # PyYAML: comes with the ROS wheels (the ros extra)
 
@@ -156,3 +161,55 @@ def test_remote_ros_actor_link_speaks_the_learners_intervention_mode() -> None:
         PolicyActorConfig(learner="remote", intervention_mode="dagger")
     with pytest.raises(ValueError, match="env_interventions"):
         LinkActorConfig(intervention_mode="rlif")
+
+
+class StateBase(torch.nn.Module):
+    """A base policy on the arm's state, as a TorchScript file (a TorchScript base takes the observation dict)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.map = torch.nn.Linear(STATE_LAYOUT.dim, 7)
+
+    def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.tanh(self.map(obs["state"]))
+
+
+def test_remote_ros_actor_runs_the_residual_learners_base_and_the_handshake_checks_it(tmp_path: Path) -> None:
+    """A residual learner over a real arm: the robot PC runs the same base file (by its own path) and its
+    actions are an observation of the arm's env; a different file, or none, does not pass the handshake."""
+    pytest.importorskip("grpc")
+    from robot_rl.distributed.spec import run_spec, spec_diff
+    from robot_rl.envs.contract import BASE_ACTION
+    from robot_rl.ros.actor import PolicyActorConfig, link_config
+    from robot_rl.ros.spec_env import make_contract_env
+    from robot_rl.training.base_policy import pin_policies
+    from robot_rl.training.config import TrainConfig
+    from robot_rl.training.env_factory import make_env_from_config, with_base_policy
+
+    def base_file(path: Path, seed: int) -> Path:
+        torch.manual_seed(seed)
+        with warnings.catch_warnings():  # deprecated, still what most users export
+            warnings.simplefilter("ignore", DeprecationWarning)
+            torch.jit.script(StateBase()).save(str(path))
+        return path
+
+    kwargs = {"hardware_config": "franka_fr3", "cameras": [], "privileged_task": ""}
+    learner_file = base_file(tmp_path / "learner_base.pt", 0)
+    robot_file = tmp_path / "robot_base.pt"
+    robot_file.write_bytes(learner_file.read_bytes())  # the same base, copied to the robot PC
+    arm_env = link_config(PolicyActorConfig(learner="remote"), kwargs).env
+    learner_env = pin_policies(TrainConfig.from_preset(
+        "residual", env=dataclasses.replace(arm_env, base_policy=str(learner_file)))).env
+    learner_spec = run_spec(make_env_from_config(learner_env), learner_env, "hil")
+
+    def actor_spec(base: str) -> dict:
+        link = link_config(PolicyActorConfig(learner="remote", base_policy=base), kwargs)
+        return run_spec(with_base_policy(make_contract_env(**kwargs), link.env), link.env, link.intervention_mode)
+
+    assert spec_diff(actor_spec(str(robot_file)), learner_spec) == []
+    assert BASE_ACTION in learner_spec["observation_space"]
+    other = actor_spec(str(base_file(tmp_path / "other.pt", 1)))
+    assert [d for d in spec_diff(other, learner_spec) if d.startswith("spec.base_policy.sha256")]
+    assert spec_diff(actor_spec(""), learner_spec)  # no base on the robot: refused, never acted on without it
+    with pytest.raises(ValueError, match="for learner=remote"):
+        PolicyActorConfig(base_policy=str(robot_file))

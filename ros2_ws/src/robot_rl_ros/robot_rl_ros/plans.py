@@ -138,6 +138,9 @@ def _real_arm_arguments() -> list[Argument]:
         Argument("reward_classifier", "", "classifier file (robot-rl train-classifier): start the reward node"),
         Argument("link", default_of(PolicyActorConfig, "learner"),
                  "none: act with the policy; remote: stream to the learner, take its weights"),
+        Argument("base_policy", default_of(PolicyActorConfig, "base_policy"),
+                 "link:=remote: learn a residual over this base policy file (it acts here, next to the arm; "
+                 "with learner:=true the learner learns over the same file)"),
         Argument("learner", "false", "also start the learner on this machine"),
         Argument("learner_address", default_of(PolicyActorConfig, "learner_address"),
                  "host:port of the learner (remote or local)"),
@@ -169,13 +172,16 @@ def _real_arm(args: Mapping[str, str]) -> list[Plan]:
             "actor.policy": args["policy"], "actor.checkpoint": args["checkpoint"], "actor.learner": args["link"],
             "actor.learner_address": args["learner_address"], "actor.intervention_mode": args["intervention_mode"],
             **recording(args)}
+        if args["base_policy"]:
+            actor["actor.base_policy"] = args["base_policy"]
         if cameras:
             actor["env.cameras"] = cameras
         out.append(NodePlan("policy_actor", ns, overrides=actor, rt_priority=rt))
     if flag(args, "learner"):
         out.append(ProcessPlan(tuple(learner_argv(args["learner_address"], hw, cameras,
                                                   extra=args["learner_args"].split(),
-                                                  intervention_mode=args["intervention_mode"]))))
+                                                  intervention_mode=args["intervention_mode"],
+                                                  base_policy=args["base_policy"]))))
     return out
 
 

@@ -103,18 +103,20 @@ SPEC_ENV = "robot_rl.ros.spec_env:make_contract_env"
 
 
 def learner_argv(address: str, hardware_config: str, cameras: Sequence[str] = (), privileged_task: str = "",
-                 extra: Sequence[str] = (), intervention_mode: str = "hil") -> list[str]:
+                 extra: Sequence[str] = (), intervention_mode: str = "hil", base_policy: str = "") -> list[str]:
     """``robot-rl learner`` listening on ``address`` (host:port) for the policy actor of this arm: the learner
     builds the same observation/action spaces from the hardware and camera configs (no ROS, no robot), so the
     handshake matches; ``intervention_mode`` must be the actor's too. Real arms cannot be evaluated on the
-    learner's machine: ``--no-evaluate``."""
+    learner's machine: ``--no-evaluate``. ``base_policy``: learn a residual over this base (``--preset
+    residual``); the actor runs the same file."""
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ValueError(f"learner address must be host:port, got {address!r}")
     kwargs = {"hardware_config": hardware_config, "cameras": list(cameras), "privileged_task": privileged_task}
     return [*LEARNER_COMMAND, "--link.host", host, "--link.port", port, "--train.env-factory", SPEC_ENV,
             "--train.env-kwargs", json.dumps(kwargs, sort_keys=True), "--no-evaluate",
-            "--train.intervention-mode", intervention_mode, *extra]
+            "--train.intervention-mode", intervention_mode,
+            *(["--train.preset", "residual", "--train.base-policy", base_policy] if base_policy else []), *extra]
 
 
 def share_dir() -> Path:
