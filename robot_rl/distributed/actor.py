@@ -29,7 +29,7 @@ from robot_rl.distributed.spec import run_spec
 from robot_rl.training.base_policy import load_base_policy
 from robot_rl.training.env_factory import make_env_from_config
 from robot_rl.training.evaluate import TRAIN_SEED_BASE
-from robot_rl.training.guide import JumpStart, episode_horizon
+from robot_rl.training.guide import JumpStart, guide_horizon
 from robot_rl.training.hil import wrap_training_env
 from robot_rl.utils.atomic import atomic_write
 from robot_rl.utils.config_io import from_jsonable
@@ -87,11 +87,8 @@ def actor_jump_start(config: ActorConfig, env: gym.Env) -> JumpStart | None:
     g = config.guide
     if g.policy is None:
         return None
-    horizon = g.horizon or episode_horizon(env)
-    if horizon is None:
-        raise ValueError(f"--guide.policy {g.policy!r}: {config.env.name!r} has no time limit; give --guide.horizon")
     guide = load_base_policy(g.policy, env, g.noise, g.policy_sha256, seed=config.seed)
-    return JumpStart(guide, g, horizon, config.seed)
+    return JumpStart(guide, g, guide_horizon(g, env, config.env.name), config.seed)
 
 
 class Actor:

@@ -36,7 +36,7 @@ from robot_rl.training.base_policy import BasePolicy, base_of, load_base_policy,
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import EnvConfig, success_criterion
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
-from robot_rl.training.guide import JumpStart, episode_horizon
+from robot_rl.training.guide import JumpStart, guide_horizon
 from robot_rl.training.hil import prepare_demo
 from robot_rl.training.panels import EpisodePanel
 from robot_rl.training.record import demo_summary, record_scripted_demos
@@ -227,9 +227,7 @@ class LearnerCore:
         g = cfg.guide
         if g.policy is None:
             return
-        horizon = g.horizon or episode_horizon(eval_env)
-        if horizon is None:
-            raise ValueError(f"--guide.policy {g.policy!r}: {cfg.env.name!r} has no time limit; give --guide.horizon")
+        horizon = guide_horizon(g, eval_env, cfg.env.name)
         guide = None if train_env is None else load_base_policy(g.policy, train_env, g.noise, g.policy_sha256,
                                                                 seed=cfg.seed)
         self.eval_guide = load_base_policy(g.policy, eval_env, g.noise, g.policy_sha256, seed=cfg.seed + 1)

@@ -66,6 +66,14 @@ def episode_horizon(env: gym.Env) -> int | None:
     return int(steps) if steps else None
 
 
+def guide_horizon(config: GuideConfig, env: gym.Env, env_name: str) -> int:
+    """The most steps per episode the guide may take: ``config.horizon``, else the env's time limit."""
+    horizon = config.horizon or episode_horizon(env)
+    if horizon is None:
+        raise ValueError(f"--guide.policy {config.policy!r}: {env_name!r} has no time limit; give --guide.horizon")
+    return horizon
+
+
 class JumpStart:
     """Which steps of an episode the guide takes, and how that moves (see the module docstring)."""
 

@@ -1,0 +1,80 @@
+"""Keep learning from a pretrained agent where the world differs: fine-tuning under a held-out dynamics shift
+against learning from scratch under it.
+
+    python bench/finetune_shift.py --task pick_cube --seeds 0 --shift "action latency 3 steps" --budget 10000
+
+Per seed: the agent pretrained on the batched simulator without randomisation (``bench/robustness.py``'s
+nominal run, reused from ``--out`` when it is there), its deterministic success under the shift, then two
+single-env runs in the shifted CPU env with the same recipe, demos and evaluation: ``finetune`` starts from the
+pretrained agent (``robot-rl train --init-from RUN``: networks, targets, temperature and optimisers; an empty
+replay), ``scratch`` from nothing. The shift is one of ``robustness.SHIFTS`` (the scripted demos are recorded
+under it too). Results go to ``bench/results/finetune_shift/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+from _recipe import (
+    add_recipe_args,
+    print_threshold_table,
+    recipe_config,
+    results_name,
+    run_stamp,
+    threshold_row,
+    write_results,
+)
+from robustness import SHIFTS, success_under, train
+
+from robot_rl.sim.config import RANDOMIZATION_PRESETS
+from robot_rl.training.loop import Trainer
+
+SHIFTED = "bench-shift"
+"""The shift under test, registered as a randomisation preset of this process for the env config to name."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_recipe_args(parser, budget=10_000, eval_every=1_000, seeds=(0,))
+    shifts = {name: shift for group in SHIFTS.values() for name, shift in group.items() if name != "nominal"}
+    parser.add_argument("--shift", choices=sorted(shifts), default="action latency 3 steps")
+    parser.add_argument("--pretrain-budget", type=int, default=30_000)
+    parser.add_argument("--worlds", type=int, default=16)
+    parser.add_argument("--updates-per-step", type=int, default=2)
+    parser.add_argument("--parallel-batch", type=int, default=512)
+    parser.add_argument("--episodes", type=int, default=40, help="evaluation episodes of the pretrained agent")
+    parser.add_argument("--methods", nargs="+", default=["finetune", "scratch"], choices=["finetune", "scratch"])
+    parser.add_argument("--out", type=Path, default=Path("runs/bench_robustness"))
+    args = parser.parse_args()
+    RANDOMIZATION_PRESETS[SHIFTED] = shifts[args.shift]
+    stamp = run_stamp()
+    results: dict[str, list[dict]] = {}
+    pretrained_success = {}
+    for seed in args.seeds:
+        pretrain = argparse.Namespace(**{**vars(args), "budget": args.pretrain_budget, "reuse": True})
+        pretrained = train(pretrain, seed, "none")
+        pretrained_success[seed] = success_under(pretrained, args.task, shifts[args.shift], args.episodes)
+        print(f"seed {seed}: pretrained agent {pretrained}, {pretrained_success[seed]:.0%} under {args.shift!r}",
+              flush=True)
+        for method in args.methods:
+            run = args.out / f"{stamp}-{method}-{args.task}-s{seed}"
+            cfg = recipe_config(args, seed, run_dir=run, randomization=SHIFTED,
+                                init_from=pretrained if method == "finetune" else None)
+            started = time.time()
+            Trainer(cfg).run()
+            row = threshold_row(seed, run, args.eval_episodes, started, base_success=pretrained_success[seed])
+            results.setdefault(method, []).append(row)
+            print(method, row, flush=True)
+    path = write_results("finetune_shift", results_name(stamp, args, *args.methods),
+                         {**{k: v for k, v in vars(args).items() if k != "out"},
+                          "shift_config": dataclasses.asdict(shifts[args.shift]),
+                          "pretrained_success": pretrained_success, "results": results})
+    print(f"results: {path}")
+    print_threshold_table(results, args.budget, base=True)
+
+
+if __name__ == "__main__":
+    main()
