@@ -47,6 +47,8 @@ def main() -> None:
     parser.add_argument("--parallel-batch", type=int, default=512)
     parser.add_argument("--episodes", type=int, default=40, help="evaluation episodes of the pretrained agent")
     parser.add_argument("--methods", nargs="+", default=["finetune", "scratch"], choices=["finetune", "scratch"])
+    parser.add_argument("--critic-warmup", type=int, default=0, help="critic updates before the first actor update")
+    parser.add_argument("--actor-lr", type=float, default=None, help="the actor's learning rate (default: the recipe's)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_robustness"))
     args = parser.parse_args()
     RANDOMIZATION_PRESETS[SHIFTED] = shifts[args.shift]
@@ -63,6 +65,9 @@ def main() -> None:
             run = args.out / f"{stamp}-{method}-{args.task}-s{seed}"
             cfg = recipe_config(args, seed, run_dir=run, randomization=SHIFTED,
                                 init_from=pretrained if method == "finetune" else None)
+            agent = dataclasses.replace(cfg.agent, critic_warmup_updates=args.critic_warmup,
+                                        actor_lr=args.actor_lr or cfg.agent.actor_lr)
+            cfg = dataclasses.replace(cfg, agent=agent)
             started = time.time()
             Trainer(cfg).run()
             row = threshold_row(seed, run, args.eval_episodes, started, base_success=pretrained_success[seed])

@@ -44,10 +44,16 @@ SHIFTS: dict[str, dict[str, RandomizationConfig]] = {
         "action latency 3 steps": RandomizationConfig(action_latency_steps=3),
         "observation noise 2 cm": RandomizationConfig(obs_noise_std=0.02),
     },
+    "adaptation": {
+        "nominal": RandomizationConfig(),
+        "controller gains x0.1": RandomizationConfig(actuator_gain_scale=(0.1, 0.1)),
+        "observation noise 4 cm": RandomizationConfig(obs_noise_std=0.04),
+    },
 }
 """Sets of evaluation conditions, each one shift at a time. ``held_out``: just beyond the ``robust`` preset's
 ranges (friction 0.5-1.5x, mass 0.5-2x, gains 0.7-1.3x, noise 2 mm) or of a kind it does not draw (latency);
-``severe``: far beyond them."""
+``severe``: far beyond them; ``adaptation``: shifts that cost a nominal pick_cube policy a quarter of its
+success and leave the task Markov (for ``bench/finetune_shift.py``)."""
 
 
 def train(args: argparse.Namespace, seed: int, randomization: str) -> Path:

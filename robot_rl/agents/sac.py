@@ -498,8 +498,12 @@ class SACAgent:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, module in self._modules().items():
             module.load_state_dict(state["modules"][name])
+        rates = {"critic": self.config.critic_lr, "actor": self.config.actor_lr,
+                 "temperature": self.config.temperature_lr, "gripper": self.config.gripper_lr}
         for name, opt in self._optimizers().items():
             opt.load_state_dict(state["optimizers"][name])
+            for group in opt.param_groups:  # the rates are this agent's config's, also over another run's state
+                group["lr"] = rates[name]
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
         for gen, key in ((self.generator, "update"), (self.act_generator, "act")):

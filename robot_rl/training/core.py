@@ -155,6 +155,8 @@ class LearnerCore:
                 f"{theirs.agent.num_critics} critics of {list(theirs.agent.hidden_dims)}) does not fit this run's "
                 f"(task {self.train.env.task!r}, obs {self.train.env.obs!r}, {self.train.agent.num_critics} critics "
                 f"of {list(self.train.agent.hidden_dims)}); give the same agent settings ({err})") from err
+        # A new run: its update counters start at 0, so its critic warm-up (and compile note) apply to it.
+        self.agent.num_critic_updates = self.agent.num_actor_updates = 0
         self.say(f"agent initialised from {ckpt} (trained {int(state['env_steps'])} env steps there); this run's "
                  "replay and counters start empty")
 

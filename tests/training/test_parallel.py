@@ -113,7 +113,13 @@ def test_init_from_carries_the_whole_agent_and_nothing_else(tmp_path: Path) -> N
     assert torch.equal(ours["log_alpha"], theirs["log_alpha"])
     assert ours["optimizers"]["critic"]["state"].keys() == theirs["optimizers"]["critic"]["state"].keys()
     assert (continued.env_steps, continued.updates, len(continued.replay)) == (0, 0, 0)
+    assert continued.agent.num_critic_updates == continued.agent.num_actor_updates == 0  # its own warm-up applies
     continued.run()
+
+    slower = TrainConfig(**{**single.__dict__, "run_dir": tmp_path / "slower",
+                            "agent": SACConfig(num_critics=2, hidden_dims=(32, 32), utd_ratio=2, actor_lr=1e-5)})
+    rates = {name: [g["lr"] for g in opt.param_groups] for name, opt in Trainer(slower).agent._optimizers().items()}
+    assert rates["actor"] == [1e-5] and rates["critic"] == [SACConfig().critic_lr]  # this run's rates, not theirs
 
     wider = TrainConfig(**{**single.__dict__, "run_dir": tmp_path / "wider",
                            "agent": SACConfig(num_critics=2, hidden_dims=(64, 64), utd_ratio=2)})
