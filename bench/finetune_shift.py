@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=40, help="evaluation episodes of the pretrained agent")
     parser.add_argument("--methods", nargs="+", default=["finetune", "scratch"], choices=["finetune", "scratch"])
     parser.add_argument("--critic-warmup", type=int, default=0, help="critic updates before the first actor update")
-    parser.add_argument("--actor-lr", type=float, default=None, help="the actor's learning rate (default: the recipe's)")
+    parser.add_argument("--actor-lr", type=float, default=None, help="actor learning rate (default: the recipe's)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_robustness"))
     args = parser.parse_args()
     RANDOMIZATION_PRESETS[SHIFTED] = shifts[args.shift]
