@@ -64,6 +64,13 @@ class PolicyActorConfig:
     TorchScript file, a ``train-bc`` run folder or ``module:attr``); it proposes each action here, next to the
     arm, and the handshake checks it is the learner's (SHA-256 of the file). learner=none takes the base from
     the checkpoint's run."""
+    guide_policy: str = ""
+    """learner=remote with jump-start RL (the learner's ``--train.guide.policy``): the guide, loaded on this PC,
+    takes the first h steps of each episode before the learner's policy (a ``train-bc`` run folder, a TorchScript
+    file or ``module:attr``)."""
+    guide_schedule: Literal["curriculum", "random"] = "random"
+    """How h moves: ``random`` draws it per episode here; ``curriculum`` takes it from the learner with the
+    weights (its learner must evaluate, which a real arm's cannot)."""
     intervention_mode: InterventionMode = "hil"
     """learner=remote: ``hil`` (interventions also fill the learner's demo buffer) or ``rlif`` (the only
     reward is -1 on the policy step before each takeover); must match the learner's
@@ -77,6 +84,9 @@ class PolicyActorConfig:
                              f"got {self.intervention_mode!r}")
         if self.episodes < 0:
             raise ValueError(f"PolicyActorConfig.episodes must be >= 0, got {self.episodes}")
+        if self.guide_policy and self.learner != "remote":
+            raise ValueError(f"PolicyActorConfig.guide_policy={self.guide_policy!r} guides a learning run "
+                             "(learner=remote)")
         if self.base_policy and self.learner != "remote":
             raise ValueError(f"PolicyActorConfig.base_policy={self.base_policy!r} is for learner=remote; with "
                              "learner=none a residual checkpoint brings its own base")
@@ -263,6 +273,7 @@ def link_config(cfg: PolicyActorConfig, env_kwargs: dict[str, Any]) -> LinkActor
     from robot_rl.distributed.config import ActorConfig as LinkActorConfig
     from robot_rl.distributed.config import LinkConfig
     from robot_rl.training.env_factory import EnvConfig
+    from robot_rl.training.guide import GuideConfig
 
     host, _, port = cfg.learner_address.rpartition(":")
     return LinkActorConfig(
@@ -271,6 +282,7 @@ def link_config(cfg: PolicyActorConfig, env_kwargs: dict[str, Any]) -> LinkActor
                       env_kwargs=json.dumps(env_kwargs, sort_keys=True), base_policy=cfg.base_policy or None),
         deterministic=cfg.deterministic, control_hz=0.0,
         intervention_mode=cfg.intervention_mode,
+        guide=GuideConfig(policy=cfg.guide_policy or None, schedule=cfg.guide_schedule),
         env_interventions=True)  # the bridge's mux flags them in every step's echo
 
 

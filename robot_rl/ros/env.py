@@ -128,6 +128,11 @@ class RosArmEnv(gym.Env):
         self._returned_at = time.monotonic()
 
     # --- gymnasium API -----------------------------------------------------------------------------------
+    @property
+    def max_episode_steps(self) -> int:
+        """Steps after which an episode is truncated (what a jump-start guide's horizon defaults to)."""
+        return self.config.max_episode_steps
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         if self._state.msg is None:  # first reset: the bridge must be hearing from the driver

@@ -57,12 +57,13 @@ class GuideConfig:
 
 
 def episode_horizon(env: gym.Env) -> int | None:
-    """The env's time limit in steps (a gymnasium ``TimeLimit`` or a robot_rl task's), None if it has none."""
+    """The env's time limit in steps (a gymnasium ``TimeLimit``, a robot_rl task's, or an env's own
+    ``max_episode_steps``, as the ROS 2 arm env states it), None if it has none."""
     spec = getattr(env, "spec", None)
     if spec is not None and spec.max_episode_steps:
         return int(spec.max_episode_steps)
     cfg = getattr(env.unwrapped, "cfg", None)
-    steps = getattr(cfg, "max_episode_steps", None)
+    steps = getattr(cfg, "max_episode_steps", None) or getattr(env.unwrapped, "max_episode_steps", None)
     return int(steps) if steps else None
 
 

@@ -213,3 +213,28 @@ def test_remote_ros_actor_runs_the_residual_learners_base_and_the_handshake_chec
     assert spec_diff(actor_spec(""), learner_spec)  # no base on the robot: refused, never acted on without it
     with pytest.raises(ValueError, match="for learner=remote"):
         PolicyActorConfig(base_policy=str(robot_file))
+
+
+def test_remote_ros_actor_runs_a_jump_start_guide_over_the_arms_own_time_limit(tmp_path: Path) -> None:
+    """The guide acts by the arm for the first h steps of an episode, h at most the arm env's episode length."""
+    pytest.importorskip("grpc")
+    from robot_rl.distributed.actor import actor_jump_start
+    from robot_rl.ros.actor import PolicyActorConfig, link_config
+    from robot_rl.ros.spec_env import make_contract_env
+
+    guide_file = tmp_path / "guide.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.script(StateBase()).save(str(guide_file))
+
+    kwargs = {"hardware_config": "franka_fr3", "cameras": [], "privileged_task": ""}
+    arm = make_contract_env(**kwargs)
+    arm.max_episode_steps = 60  # what RosArmEnv states of its episodes (the rest of it needs a running arm)
+    link = link_config(PolicyActorConfig(learner="remote", guide_policy=str(guide_file)), kwargs)
+    assert (link.guide.policy, link.guide.schedule) == (str(guide_file), "random")
+    jump = actor_jump_start(link, arm)
+    assert jump is not None and jump.horizon == 60
+    assert all(0 <= jump.start_episode() <= 60 for _ in range(20))
+    assert actor_jump_start(link_config(PolicyActorConfig(learner="remote"), kwargs), arm) is None
+    with pytest.raises(ValueError, match="guides a learning run"):
+        PolicyActorConfig(guide_policy=str(guide_file))

@@ -141,6 +141,9 @@ def _real_arm_arguments() -> list[Argument]:
         Argument("base_policy", default_of(PolicyActorConfig, "base_policy"),
                  "link:=remote: learn a residual over this base policy file (it acts here, next to the arm; "
                  "with learner:=true the learner learns over the same file)"),
+        Argument("guide_policy", default_of(PolicyActorConfig, "guide_policy"),
+                 "link:=remote: jump-start RL with this guide file acting first in each episode (h drawn per "
+                 "episode; with learner:=true the learner gets the same guide)"),
         Argument("learner", "false", "also start the learner on this machine"),
         Argument("learner_address", default_of(PolicyActorConfig, "learner_address"),
                  "host:port of the learner (remote or local)"),
@@ -174,6 +177,8 @@ def _real_arm(args: Mapping[str, str]) -> list[Plan]:
             **recording(args)}
         if args["base_policy"]:
             actor["actor.base_policy"] = args["base_policy"]
+        if args["guide_policy"]:
+            actor["actor.guide_policy"] = args["guide_policy"]
         if cameras:
             actor["env.cameras"] = cameras
         out.append(NodePlan("policy_actor", ns, overrides=actor, rt_priority=rt))
@@ -181,7 +186,8 @@ def _real_arm(args: Mapping[str, str]) -> list[Plan]:
         out.append(ProcessPlan(tuple(learner_argv(args["learner_address"], hw, cameras,
                                                   extra=args["learner_args"].split(),
                                                   intervention_mode=args["intervention_mode"],
-                                                  base_policy=args["base_policy"]))))
+                                                  base_policy=args["base_policy"],
+                                                  guide_policy=args["guide_policy"]))))
     return out
 
 

@@ -103,12 +103,14 @@ SPEC_ENV = "robot_rl.ros.spec_env:make_contract_env"
 
 
 def learner_argv(address: str, hardware_config: str, cameras: Sequence[str] = (), privileged_task: str = "",
-                 extra: Sequence[str] = (), intervention_mode: str = "hil", base_policy: str = "") -> list[str]:
+                 extra: Sequence[str] = (), intervention_mode: str = "hil", base_policy: str = "",
+                 guide_policy: str = "") -> list[str]:
     """``robot-rl learner`` listening on ``address`` (host:port) for the policy actor of this arm: the learner
     builds the same observation/action spaces from the hardware and camera configs (no ROS, no robot), so the
     handshake matches; ``intervention_mode`` must be the actor's too. Real arms cannot be evaluated on the
     learner's machine: ``--no-evaluate``. ``base_policy``: learn a residual over this base (``--preset
-    residual``); the actor runs the same file."""
+    residual``); ``guide_policy``: jump-start RL with this guide, h drawn per episode (a learner that cannot
+    evaluate cannot move a curriculum); the actor runs the same file, in both cases."""
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ValueError(f"learner address must be host:port, got {address!r}")
@@ -116,7 +118,9 @@ def learner_argv(address: str, hardware_config: str, cameras: Sequence[str] = ()
     return [*LEARNER_COMMAND, "--link.host", host, "--link.port", port, "--train.env-factory", SPEC_ENV,
             "--train.env-kwargs", json.dumps(kwargs, sort_keys=True), "--no-evaluate",
             "--train.intervention-mode", intervention_mode,
-            *(["--train.preset", "residual", "--train.base-policy", base_policy] if base_policy else []), *extra]
+            *(["--train.preset", "residual", "--train.base-policy", base_policy] if base_policy else []),
+            *(["--train.guide.policy", guide_policy, "--train.guide.schedule", "random"] if guide_policy else []),
+            *extra]
 
 
 def share_dir() -> Path:
