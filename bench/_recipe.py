@@ -177,6 +177,15 @@ STARTED = provenance()
 """The provenance of this process, taken when it starts: the code it runs is the code of that moment."""
 
 
+def percentiles(values) -> dict[str, float] | None:
+    """p50 / p99 / max and the count of a timing series, as result files keep it (None: no samples)."""
+    a = np.asarray(values, dtype=float)
+    if a.size == 0:
+        return None
+    p50, p99 = np.percentile(a, [50, 99])
+    return {"n": int(a.size), "p50": float(p50), "p99": float(p99), "max": float(a.max())}
+
+
 def write_results(benchmark: str, name: str, doc: dict) -> Path:
     """``doc`` with its provenance as ``bench/results/<benchmark>/<name>``; returns the path."""
     path = RESULTS / benchmark / name

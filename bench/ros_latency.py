@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _recipe import run_stamp, write_results
+from _recipe import percentiles, run_stamp, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO / "ros2_ws" / "src" / "robot_rl_ros"))
@@ -58,7 +58,7 @@ def _env(domain: int) -> dict[str, str]:
     return env
 
 
-def _start(spec: str, domain: int, log_dir: Path, name: str | None = None, rt_priority: int = 0,
+def start_node(spec: str, domain: int, log_dir: Path, name: str | None = None, rt_priority: int = 0,
            **overrides) -> subprocess.Popen:
     from robot_rl_ros.specs import SPECS, share_dir
 
@@ -68,7 +68,7 @@ def _start(spec: str, domain: int, log_dir: Path, name: str | None = None, rt_pr
                             start_new_session=True)
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
+def stop_nodes(procs: list[subprocess.Popen]) -> None:
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
@@ -101,27 +101,21 @@ def _node(domain: int, name: str):
     return node, BackgroundSpinner(node), context  # the nodes' executor: the driver stack it stands for is C++
 
 
-def _summary(values_ms: list[float]) -> dict[str, float] | None:
-    a = np.asarray(values_ms)
-    return None if a.size == 0 else {"n": int(a.size), "p50": float(np.percentile(a, 50)),
-                                     "p99": float(np.percentile(a, 99)), "max": float(a.max())}
-
-
 def _save(cmd: str, args: argparse.Namespace, figures: dict) -> None:
     """The run's figures as ``bench/results/ros_latency/<time>-<cmd>.json``: per-step latencies as percentiles,
     everything else (incidents, RSS samples, host events) as measured."""
-    figures = {k: _summary(v) if k.endswith("_ms") and isinstance(v, list) else v for k, v in figures.items()}
+    figures = {k: percentiles(v) if k.endswith("_ms") and isinstance(v, list) else v
+               for k, v in figures.items() if k != "logs"}  # the logs folder is temporary
     settings = {k: v for k, v in vars(args).items() if k != "cmd"}
     path = write_results("ros_latency", f"{run_stamp()}-{cmd}.json", {"cmd": cmd, "args": settings, **figures})
     print(f"results: {path}")
 
 
 def _percentiles(values_ms: list[float]) -> str:
-    a = np.asarray(values_ms)
-    if a.size == 0:
+    p = percentiles(values_ms)
+    if p is None:
         return "no samples"
-    p50, p99 = np.percentile(a, [50, 99])
-    return f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {a.max():.1f} ms (n={a.size})"
+    return f"p50 {p['p50']:.2f} ms, p99 {p['p99']:.2f} ms, max {p['max']:.1f} ms (n={p['n']})"
 
 
 class Driver:
@@ -284,8 +278,8 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
     node.create_subscription(JointState, names.EXECUTED_ACTION, on_echo, EVENTS)
     stats_path = tmp / "actor_stats.json"
     rt = args.rt_priority
-    bridge = _start("robot_bridge", args.domain, tmp, rt_priority=rt, hardware_config=cfg, state_hz=1000.0)
-    actor = _start("policy_actor", args.domain, tmp, rt_priority=rt, **{
+    bridge = start_node("robot_bridge", args.domain, tmp, rt_priority=rt, hardware_config=cfg, state_hz=1000.0)
+    actor = start_node("policy_actor", args.domain, tmp, rt_priority=rt, **{
         "env.hardware_config": cfg, "env.reward": False, "env.max_episode_steps": 1_000_000,
         "actor.policy": "network", "actor.stats_path": str(stats_path)})
     procs = [bridge, actor] + ([peer] if peer else [])
@@ -315,7 +309,7 @@ def run_loop(args: argparse.Namespace, seconds: float, soak: bool = False) -> di
             time.sleep(0.2)
         window = list(echoes)
     finally:
-        _stop(procs[::-1])  # the actor first: a bridge stopped under it would end its last step stale
+        stop_nodes(procs[::-1])  # the actor first: a bridge stopped under it would end its last step stale
         spinner.stop()
         node.destroy_node()
         import rclpy
@@ -426,7 +420,7 @@ def cmd_cameras(args: argparse.Namespace) -> None:
             got[c].append((time.time() - from_stamp(m.header.stamp)) * 1e3)
 
         node.create_subscription(Image, f"/bench/rl/images/{c}", on_image, SENSOR)
-    procs = [_start("camera_bridge", args.domain, tmp, name=f"camera_bridge_{c}", camera_config=f"sim_{c}")
+    procs = [start_node("camera_bridge", args.domain, tmp, name=f"camera_bridge_{c}", camera_config=f"sim_{c}")
              for c in cams]
     rng = np.random.default_rng(0)
     frames = [rng.integers(0, 255, (args.size, args.size, 3), dtype=np.uint8) for _ in range(4)]
@@ -451,7 +445,7 @@ def cmd_cameras(args: argparse.Namespace) -> None:
             time.sleep(max(0.0, next_t - time.monotonic()))
         time.sleep(1.0)
     finally:
-        _stop(procs)
+        stop_nodes(procs)
         spinner.stop()
         node.destroy_node()
         import rclpy

@@ -2,61 +2,45 @@
 
     python bench/ros_sim_eval.py RUN [--episodes 20] [--domain 58]
 
-The same processes ``ros2 launch robot_rl_ros sim_robot.launch.py task:=T policy:=checkpoint checkpoint:=RUN``
-starts (its launch plan, not a copy of it): the sim robot speaking the driver's topics in real time at the arm's
-control rate, the robot bridge with its safety filter, and the policy actor; Fast DDS on loopback, so every
-observation and command crosses real ROS 2 transport and waits its real latency. The peer: ``robot-rl eval RUN``'s
-evaluation on the CPU env with the same episode count. Needs rclpy and the built package (``bash
-scripts/build_ros.sh``, ``source ros2_ws/install/setup.bash``). Results go to ``bench/results/ros_sim_eval/``.
+The processes ``ros2 launch robot_rl_ros sim_robot.launch.py task:=T policy:=checkpoint checkpoint:=RUN``
+starts, from its launch plan (not a copy of it), started as ``bench/ros_latency.py`` starts its nodes: the sim
+robot speaking the driver's topics in real time at the arm's control rate, the robot bridge with its safety
+filter, and the policy actor; Fast DDS on loopback, so every observation and command crosses real ROS 2
+transport and waits its real latency. The peer: ``robot-rl eval RUN``'s evaluation on the CPU env with the same
+episode count. Needs rclpy and the built package (``bash scripts/build_ros.sh``, ``source
+ros2_ws/install/setup.bash``). Results go to ``bench/results/ros_sim_eval/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from _recipe import run_stamp, write_results
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.append(str(REPO / "ros2_ws" / "src" / "robot_rl_ros"))
+from ros_latency import start_node, stop_nodes
 
 
 def ros_success(run: Path, task: str, episodes: int, max_steps: int, domain: int, logs: Path) -> dict:
     """Deterministic episodes of ``run`` through the sim robot launch plan; the actor's own stats."""
     from robot_rl_ros.plans import NodePlan, plan
-    from robot_rl_ros.specs import SPECS, share_dir
 
     stats = logs / "actor_stats.json"
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONUNBUFFERED": "1"}
     procs: list[subprocess.Popen] = []
     try:
-        for p in plan("sim_robot", task=task, policy="checkpoint", checkpoint=str(run), namespace="bench_sim"):
+        for p in plan("sim_robot", task=task, policy="checkpoint", checkpoint=str(run)):
             assert isinstance(p, NodePlan)
             overrides = dict(p.overrides)
             if p.spec == "policy_actor":
                 overrides.update({"actor.episodes": episodes, "actor.stats_path": str(stats), "actor.seed": 1,
                                   "env.max_episode_steps": max_steps})
-            argv = SPECS[p.spec].argv(share_dir(), p.namespace, p.name, overrides)
-            out = open(logs / f"{p.name or p.spec}.log", "w")  # noqa: SIM115 - lives as long as the process
-            procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                          start_new_session=True))
-        actor = procs[-1]
-        actor.wait(timeout=episodes * max_steps * 0.1 * 4 + 120)
+            procs.append(start_node(p.spec, domain, logs, p.name, **overrides))
+        procs[-1].wait(timeout=episodes * max_steps * 0.1 * 4 + 120)  # the actor stops after its episodes
     finally:
-        for proc in reversed(procs):
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_nodes(procs[::-1])
     if not stats.exists():
         raise SystemExit(f"the policy actor wrote no stats; logs in {logs}")
     return json.loads(stats.read_text())

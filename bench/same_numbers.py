@@ -84,10 +84,15 @@ torch.save({n: getattr(agent, n).state_dict() for n in names}, out / "trained.pt
 '''
 
 
+def tree_env(tree: Path) -> dict[str, str]:
+    """A process that imports ``tree``'s robot_rl, on one thread."""
+    return {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+
+
 def probe(tree: Path, out: Path, **args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps({"out": str(out), **args})], cwd=tree,
-                          env={**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"},
+                          env=tree_env(tree),
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the probe failed in {tree}:\n{done.stderr[-3000:]}")
@@ -110,7 +115,7 @@ def train(tree: Path, run_dir: Path, args: argparse.Namespace, steps: int) -> No
                     "--total-env-steps", str(steps), "--eval-every", str(max(steps // 3, 1)), "--eval-episodes", "5",
                     "--scripted-demos", str(args.demos), "--torch-threads", "1", "--no-progress", "--run-dir",
                     str(run_dir)], cwd=tree, check=True, capture_output=True,
-                   env={**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"})
+                   env=tree_env(tree))
 
 
 def compare_runs(a: Path, b: Path) -> dict[str, object]:

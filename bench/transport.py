@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _recipe import run_stamp, write_results
+from _recipe import percentiles, run_stamp, write_results
 
 TOKEN_ENV = "ROBOT_RL_TOKEN"
 
@@ -275,11 +275,6 @@ def latency(args: argparse.Namespace) -> None:
             f"p50 {pct(swaps, 50):.1f} ms, p99 {pct(swaps, 99):.1f} ms (includes waiting for the next "
             f"{period * 1e3:.0f} ms tick)"
         )
-
-
-def percentiles(values: np.ndarray) -> dict[str, float] | None:
-    return {"p50": float(np.percentile(values, 50)), "p99": float(np.percentile(values, 99)),
-            "max": float(values.max())} if len(values) else None
 
 
 def save(mode: str, args: argparse.Namespace, figures: dict[str, object]) -> None:
