@@ -114,8 +114,6 @@ class Actor:
         self.policy: PolicyHolder | None = None
         self.steps = self.episodes = 0
         self.versions_used: set[int] = set()
-        self.guide_steps: list[int] = []
-        """Per episode: the steps the jump-start guide took first (h)."""
         self.step_seconds: list[float] = []
         """Per step: seconds spent in link calls (``client.add`` + ``maybe_swap``), for latency figures."""
 
@@ -213,7 +211,7 @@ class Actor:
             return
         if self.jump_start.config.schedule == "curriculum" and policy.guide_h is not None:
             self.jump_start.h = policy.guide_h
-        self.guide_steps.append(self.jump_start.start_episode())
+        self.jump_start.start_episode()
 
     def summary(self) -> dict[str, Any]:
         link = np.asarray(self.step_seconds[-10_000:]) * 1e3
@@ -222,7 +220,7 @@ class Actor:
             "steps": self.steps,
             "episodes": self.episodes,
             "policy_version": self.policy.version if self.policy else 0,
-            **({"guide_h": self.guide_steps[-1]} if self.guide_steps else {}),
+            **({"guide_h": self.jump_start.episode_h} if self.jump_start is not None else {}),
             "versions_used": sorted(self.versions_used),
             **self.client.status(),
             "link_ms_p50": float(np.percentile(link, 50)) if len(link) else 0.0,

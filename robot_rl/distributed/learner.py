@@ -360,11 +360,10 @@ class Learner(LearnerCore):
         if self.config.max_actor_lead > 0:  # no updates while evaluating: paced actors wait meanwhile
             self.server.hold = True
         result = self.evaluate(self.eval_env)
-        h = None if self.jump_start is None else self.jump_start.h
-        self.advance_guide(self.eval_env)
+        h_moved = self.advance_guide(self.eval_env)
         self.server.hold = False  # the run loop holds the actors again if they are still ahead of the updates
         log.info("[%d transitions] eval: %s", self.env_steps, result.summary())
-        if self.jump_start is not None and self.jump_start.h != h:
+        if h_moved:
             self._publish()  # the actors' next episodes start at the new h
 
     # --------------------------------------------------------------------------------------- checkpoints

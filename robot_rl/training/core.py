@@ -236,13 +236,13 @@ class LearnerCore:
         self.jump_start = JumpStart(guide, g, horizon, cfg.seed)
         self.say(f"jump-start guide {g.policy!r}: {g.schedule} h over {horizon} steps per episode")
 
-    def advance_guide(self, eval_env: gym.Env) -> None:
+    def advance_guide(self, eval_env: gym.Env) -> bool:
         """After an evaluation: log h; on the curriculum, evaluate the combined policy and move h down a stage
-        when it is at its best."""
+        when it is at its best. True when h moved."""
         jump, guide = self.jump_start, self.eval_guide
         if jump is None or guide is None:
-            return
-        h, metrics = jump.h, {"h": float(jump.h)}
+            return False
+        h, metrics, moved = jump.h, {"h": float(jump.h)}, False
         if jump.config.schedule == "curriculum" and h > 0:
             policy, reset = jump.combined(guide, lambda o: self.agent.act(o, deterministic=True))
             result = evaluate(policy, eval_env, self.train.eval_episodes, EVAL_SEED_BASE, reset=reset,
@@ -253,6 +253,7 @@ class LearnerCore:
                      + (f"; h -> {jump.h}" if moved else ""))
         if self.is_main:
             self.run_dir.log("guide", self.env_steps, metrics)
+        return moved
 
     def save_panel(self, panel: EpisodePanel, kind: str) -> None:
         """``<run>/panels/<kind>_<steps>.png`` and TensorBoard's ``<kind>/panel``."""
