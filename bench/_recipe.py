@@ -152,7 +152,12 @@ def results_name(stamp: str, args: argparse.Namespace, *parts: str) -> str:
     """File name of a benchmark's JSON results: time, task, ``parts`` and seeds (runs started in the same
     second with other seeds or methods must not overwrite each other)."""
     seeds = "-".join(str(s) for s in args.seeds)
-    return "-".join([stamp, args.task, *parts, f"s{seeds}"]) + ".json"
+    return "-".join([stamp, task_slug(args.task), *parts, f"s{seeds}"]) + ".json"
+
+
+def task_slug(task: str) -> str:
+    """A task name as a file name part (``module:EnvId`` without the colon)."""
+    return task.replace(":", "-").replace("/", "-")
 
 
 def provenance() -> dict[str, object]:

@@ -10,9 +10,14 @@ Every method runs the same recipe flags (default: ``robot-rl train``'s CPU quick
 network sizes, batch size, learning start and update-to-data ratio (its ``gradient_steps``), so both sides
 spend the same compute per env step. ``sb3`` has no demos; ``sb3_demos`` is the peer a user with demos would
 build: the same scripted demos as ours (same expert, seeds and noise) put into SB3's replay buffer before
-learning starts, where its uniform sampling mixes them with online data. Results are printed as a markdown
-table and written, with date, commit and CPU, to ``bench/results/learning/`` (``bench/report.py`` builds the
-tables of docs/benchmarks.md from them); run folders go under ``--out``.
+learning starts, where its uniform sampling mixes them with online data; ``sb3_her`` / ``sb3_her_demos`` use
+SB3's hindsight replay on a goal-conditioned env. ``--task`` also takes an env of another library
+(``module:EnvId``); one that ``third_party.DEMO_POLICIES`` knows gets its demos from that controller:
+
+    python bench/learning.py --task panda_gym:PandaPickAndPlace-v3 --budget 30000 --methods ours sb3_her_demos
+
+Results are printed as a markdown table and written, with date, commit and CPU, to ``bench/results/learning/``
+(``bench/report.py`` builds the tables of docs/benchmarks.md from them); run folders go under ``--out``.
 
     python bench/learning.py --task pick_cube --budget 20000 --seeds 0 1 2 --methods ours sb3_demos
 """
@@ -26,8 +31,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _recipe import add_recipe_args, recipe_config, results_name, run_stamp, steps_columns, steps_to, write_results
+from _recipe import (
+    add_recipe_args,
+    recipe_config,
+    results_name,
+    run_stamp,
+    steps_columns,
+    steps_to,
+    task_slug,
+    write_results,
+)
 from gymnasium.wrappers import FlattenObservation
+from third_party import DEMO_POLICIES
 
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import make_env_from_config
@@ -122,38 +137,54 @@ def run_lockstep(cfg: TrainConfig, n_actors: int, learner_overrides: dict) -> li
     return list(zip(steps.tolist(), success.tolist()))
 
 
-def put_demos_into_sb3(model, env, cfg: TrainConfig) -> int:
-    """Record ``cfg.scripted_demos`` with the task's expert exactly as our learner does (same seeds and noise)
-    and add every transition to ``model``'s replay buffer, observations flattened as ``FlattenObservation``
-    does and actions in SB3's [-1, 1] policy units. Returns the number of transitions added."""
+def record_demos(env, cfg: TrainConfig) -> list:
+    """``cfg.scripted_demos`` recorded exactly as our learner records them (same expert or ``demo_policy``,
+    seeds and noise)."""
+    from robot_rl.training.base_policy import load_base_policy
+    from robot_rl.training.record import record_policy_demos, record_scripted_demos
+
+    if cfg.demo_policy is None:
+        episodes, _ = record_scripted_demos(env, cfg.env.task, cfg.scripted_demos, None, noise_std=cfg.demo_noise,
+                                            seed=cfg.seed)
+    else:
+        policy = load_base_policy(cfg.demo_policy, env, seed=cfg.seed)
+        episodes, _ = record_policy_demos(env, cfg.env.name, policy, cfg.scripted_demos, None,
+                                          noise_std=cfg.demo_noise, seed=cfg.seed)
+    return episodes
+
+
+def put_demos_into_sb3(model, env, cfg: TrainConfig, flat: bool) -> int:
+    """Add every transition of ``record_demos`` to ``model``'s replay buffer, observations flattened as
+    ``FlattenObservation`` does when ``flat`` (else dicts, as a HER buffer takes them), actions in SB3's [-1, 1]
+    policy units. Returns the number of transitions added."""
     from gymnasium.spaces import flatten
 
-    from robot_rl.training.record import record_scripted_demos
-
-    episodes, _ = record_scripted_demos(env, cfg.env.task, cfg.scripted_demos, None, noise_std=cfg.demo_noise,
-                                        seed=cfg.seed)
     space = env.observation_space
     added = 0
-    for ep in episodes:
-        obs = [flatten(space, {k: v[t] for k, v in ep.observations.items()}) for t in range(len(ep) + 1)]
+    for ep in record_demos(env, cfg):
+        frames = [{k: v[t][None] for k, v in ep.observations.items()} for t in range(len(ep) + 1)]
+        obs = [flatten(space, {k: v[0] for k, v in f.items()})[None] for f in frames] if flat else frames
         for t in range(len(ep)):
             last = t == len(ep) - 1
             done, cut = last and (ep.terminated or ep.truncated), last and ep.truncated and not ep.terminated
-            model.replay_buffer.add(obs[t][None], obs[t + 1][None], model.policy.scale_action(ep.actions[t])[None],
+            model.replay_buffer.add(obs[t], obs[t + 1], model.policy.scale_action(ep.actions[t])[None],
                                     np.array([ep.rewards[t]]), np.array([done]), [{"TimeLimit.truncated": cut}])
             added += 1
     return added
 
 
-def run_sb3(cfg: TrainConfig) -> list[tuple[int, float]]:
+def run_sb3(cfg: TrainConfig, her: bool = False) -> list[tuple[int, float]]:
     """SB3 SAC, its defaults but our network size, batch, learning start, UTD and n-step returns; with
-    ``cfg.scripted_demos`` > 0 the same demos as ours go into its replay buffer first."""
+    ``cfg.scripted_demos`` > 0 the same demos as ours go into its replay buffer first. ``her``: SB3's
+    ``HerReplayBuffer`` (the "future" strategy, 4 goals per transition, its defaults) on a goal-conditioned env,
+    with 1-step returns (SB3's HER buffer has no n-step)."""
     from stable_baselines3 import SAC
     from stable_baselines3.common.callbacks import BaseCallback
 
     torch.set_num_threads(cfg.torch_threads)
     env, eval_env = make_env_from_config(cfg.env), make_env_from_config(cfg.env)
-    if cfg.env.obs == "state":  # SB3's n-step replay takes Box observations only
+    flat = cfg.env.obs == "state" and not her
+    if flat:  # SB3's n-step replay takes Box observations only
         env, eval_env = FlattenObservation(env), FlattenObservation(eval_env)
     curve: list[tuple[int, float]] = []
 
@@ -167,24 +198,31 @@ def run_sb3(cfg: TrainConfig) -> list[tuple[int, float]]:
                 (cfg.run_dir / "curve.json").write_text(json.dumps(curve))
             return True
 
+    replay: dict = {"n_steps": cfg.replay.n_step}
+    if her:
+        from stable_baselines3 import HerReplayBuffer
+
+        replay = {"replay_buffer_class": HerReplayBuffer,
+                  "replay_buffer_kwargs": {"goal_selection_strategy": "future", "n_sampled_goal": 4}}
     model = SAC(
-        "MlpPolicy" if cfg.env.obs == "state" else "MultiInputPolicy",
+        "MlpPolicy" if flat else "MultiInputPolicy",
         env,
         batch_size=cfg.batch_size,
         learning_starts=cfg.learning_starts,
         gradient_steps=cfg.agent.utd_ratio,
         gamma=cfg.replay.gamma,
-        n_steps=cfg.replay.n_step,
         policy_kwargs={"net_arch": list(cfg.agent.hidden_dims)},
         seed=cfg.seed,
         verbose=0,
         device="cpu",
+        **replay,
     )
     if cfg.scripted_demos > 0:
         if cfg.env.obs != "state":
-            raise SystemExit("sb3_demos: state observations only (SB3's n-step replay takes Box observations)")
+            raise SystemExit("sb3 with demos: state observations only (SB3's n-step replay takes Box observations)")
         demo_env = make_env_from_config(cfg.env)
-        print(f"sb3_demos: {put_demos_into_sb3(model, demo_env, cfg)} demo transitions in SB3's replay", flush=True)
+        added = put_demos_into_sb3(model, demo_env, cfg, flat)
+        print(f"sb3 with demos: {added} demo transitions in SB3's replay", flush=True)
         demo_env.close()
     model.learn(total_timesteps=cfg.total_env_steps, callback=EvalEvery())
     return curve
@@ -196,8 +234,9 @@ def main() -> None:
     parser.add_argument("--obs", default="state", choices=["state", "pixels"])
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--methods", nargs="+", default=["ours", "ours_no_demos", "sb3"],
-                        choices=["ours", "ours_no_demos", "sb3", "sb3_demos", "ours_actors1", "ours_actors2",
-                                 "ours_episode_insert", "ours_lockstep1", "ours_lockstep2"])
+                        choices=["ours", "ours_no_demos", "sb3", "sb3_demos", "sb3_her", "sb3_her_demos",
+                                 "ours_actors1", "ours_actors2", "ours_episode_insert", "ours_lockstep1",
+                                 "ours_lockstep2"])
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--actor-lead", type=int, default=None,
                         help="ours_actorsN: env steps per actor the actors may run ahead of the learner's updates "
@@ -213,9 +252,10 @@ def main() -> None:
         for seed in args.seeds:
             cfg = recipe_config(
                 args, seed, obs=args.obs, image_size=args.image_size,
-                scripted_demos=0 if method in ("ours_no_demos", "sb3") else args.demos,
+                scripted_demos=0 if method in ("ours_no_demos", "sb3", "sb3_her") else args.demos,
+                demo_policy=DEMO_POLICIES.get(args.task),
                 actors=int(method.removeprefix("ours_actors")) if method.startswith("ours_actors") else 0,
-                run_dir=args.out / f"{stamp}-{args.task}-{args.obs}-{method}-s{seed}",
+                run_dir=args.out / f"{stamp}-{task_slug(args.task)}-{args.obs}-{method}-s{seed}",
             )
             start = time.time()
             overrides = {}
@@ -224,7 +264,7 @@ def main() -> None:
             if args.weights_period is not None:
                 overrides["weights_period_s"] = args.weights_period
             if method.startswith("sb3"):
-                curve = run_sb3(cfg)
+                curve = run_sb3(cfg, her=method.startswith("sb3_her"))
             elif method.startswith("ours_lockstep"):
                 curve = run_lockstep(cfg, int(method.removeprefix("ours_lockstep")), overrides)
             else:
@@ -250,9 +290,8 @@ def main() -> None:
         medians[method], cells = steps_columns(rows, args.budget)
         print(f"| {method} | {' | '.join(cells)} | {sum(r['wall_s'] for r in rows)} s |")
     if "ours" in medians and np.isfinite(medians["ours"]):
-        for other in ("sb3", "sb3_demos", "ours_no_demos", "ours_actors1", "ours_actors2", "ours_episode_insert",
-                      "ours_lockstep1", "ours_lockstep2"):
-            if other in medians:
+        for other in medians:
+            if other != "ours":
                 ratio = medians[other] / medians["ours"]
                 bound = "" if np.isfinite(ratio) else f" (>= {args.budget / medians['ours']:.1f}x: not reached)"
                 print(f"steps-to-{pct} ratio {other} / ours: {ratio:.1f}x{bound}")

@@ -42,7 +42,7 @@ class ReportArgs:
 
 @dataclass(frozen=True)
 class RecordDemosArgs:
-    """Record demonstrations with a task's scripted expert, in the on-disk demo format."""
+    """Record demonstrations with a task's scripted expert (or a policy of yours), in the on-disk demo format."""
 
     task: str = "pick_cube"
     episodes: int = 10
@@ -50,6 +50,10 @@ class RecordDemosArgs:
     device, episodes to record."""
     noise: float = 0.0
     """Std of Gaussian noise on the expert's arm actions (diversity for learning)."""
+    policy: str | None = None
+    """Record with this policy instead of the task's scripted expert, named as a base policy is
+    (``module:attr`` controller ``obs -> action``, run folder, TorchScript file): demos for an env from another
+    library."""
     out: Path | None = None
     """Output folder (default ``demos/<task>-<obs>``); appended to if it holds the same kind of demos."""
     obs: Literal["state", "pixels"] = "state"
@@ -224,14 +228,17 @@ def _record_demos(args: RecordDemosArgs) -> int:
         from robot_rl.commands.demos import record_teleop_demos_command
 
         return record_teleop_demos_command(args)
+    from robot_rl.training.base_policy import EXPERT, load_base_policy
     from robot_rl.training.env_factory import is_robot_rl_task, make_training_env
-    from robot_rl.training.record import record_scripted_demos
+    from robot_rl.training.record import record_policy_demos, record_scripted_demos
 
-    if not is_robot_rl_task(args.task):
-        raise SystemExit(f"record-demos: {args.task!r} has no scripted expert (robot_rl tasks only)")
+    expert = args.policy in (None, EXPERT)
+    if expert and not is_robot_rl_task(args.task):
+        raise ValueError(f"record-demos: {args.task!r} has no scripted expert (robot_rl tasks only); record with "
+                         "your own controller: --policy module:attr")
     if args.episodes <= 0:
         raise SystemExit(f"record-demos: --episodes must be > 0, got {args.episodes}")
-    out = args.out or Path("demos") / f"{args.task}-{args.obs}"
+    out = args.out or Path("demos") / f"{args.task.replace(':', '-')}-{args.obs}"
     env = make_training_env(args.task, args.obs, args.image_size)
 
     kept_count = 0
@@ -243,12 +250,17 @@ def _record_demos(args: RecordDemosArgs) -> int:
         print(f"attempt {i + 1}: {status}, {len(episode)} steps, {'kept' if kept else 'dropped'} "
               f"({kept_count}/{args.episodes} kept)")
 
-    _, stats = record_scripted_demos(env, args.task, args.episodes, out, noise_std=args.noise, seed=args.seed,
-                                     keep_failed=args.keep_failed, on_episode=show)
+    options = dict(noise_std=args.noise, seed=args.seed, keep_failed=args.keep_failed, on_episode=show)
+    if expert:
+        _, stats = record_scripted_demos(env, args.task, args.episodes, out, **options)
+    else:
+        policy = load_base_policy(args.policy, env, seed=args.seed)
+        _, stats = record_policy_demos(env, args.task, policy, args.episodes, out, **options)
     print(f"recorded {stats.recorded}, succeeded {stats.successes}, kept {stats.kept} -> {out}")
     if stats.kept < args.episodes:
+        by = "this task's expert" if expert else repr(args.policy)
         print(f"record-demos: only {stats.kept} of {args.episodes} kept after {stats.recorded} attempts "
-              f"(--noise {args.noise} is too much for this task's expert)", file=sys.stderr)
+              f"(--noise {args.noise} is too much for {by})", file=sys.stderr)
         return 1
     return 0
 

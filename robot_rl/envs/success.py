@@ -60,6 +60,16 @@ class SuccessSignal(gym.Wrapper):
         return info
 
 
+def success_reported(env: gym.Env) -> bool:
+    """Whether ``env`` has reported its success so far (a robot_rl task always does; an env from elsewhere once
+    ``SuccessSignal`` has found its key)."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, SuccessSignal):
+            return env.found is not None
+        env = env.env
+    return True
+
+
 def is_goal_env(env: gym.Env) -> bool:
     """A goal-conditioned env in gymnasium-robotics' sense: dict observations with ``achieved_goal`` and
     ``desired_goal`` and a vectorised ``compute_reward(achieved_goal, desired_goal, info)``."""

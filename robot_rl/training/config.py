@@ -80,10 +80,14 @@ class TrainConfig:
     demos: Path | None = None
     """Folder of recorded demos (``robot-rl record-demos``). Without it, ``scripted_demos`` are recorded."""
     scripted_demos: int = 20
-    """Successful demos recorded with the task's scripted expert when ``demos`` is not given (0: no demos);
-    failed attempts are retried, up to 10 per demo."""
+    """Successful demos recorded with the task's scripted expert (or ``demo_policy``) when ``demos`` is not
+    given (0: no demos); failed attempts are retried, up to 10 per demo."""
+    demo_policy: str | None = None
+    """What records ``scripted_demos`` instead of the task's scripted expert, named as a base policy is
+    (``module:attr`` controller, run folder, TorchScript file; ``robot_rl.training.base_policy``): how an env
+    from another library gets demos from its user's own controller."""
     demo_noise: float = 0.1
-    """Action noise std of the scripted expert when recording demos."""
+    """Action noise std of the scripted expert (or ``demo_policy``) when recording demos."""
     total_env_steps: int = 5_000
     learning_starts: int = 300
     """Env steps before the first update (the replay must hold a few batches)."""

@@ -32,14 +32,14 @@ from robot_rl.data.hindsight import goal_rewards_for
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler, Sampler
 from robot_rl.data.transition import EXTRAS, episode_extras
-from robot_rl.training.base_policy import BasePolicy, base_of, load_base_policy, with_base_actions
+from robot_rl.training.base_policy import EXPERT, BasePolicy, base_of, load_base_policy, with_base_actions
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import EnvConfig, success_criterion
 from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.guide import JumpStart, guide_horizon
 from robot_rl.training.hil import prepare_demo
 from robot_rl.training.panels import EpisodePanel
-from robot_rl.training.record import demo_summary, record_scripted_demos
+from robot_rl.training.record import demo_summary, record_policy_demos, record_scripted_demos
 from robot_rl.training.run_dir import RunDir, read_checkpoint
 from robot_rl.training.symmetry import symmetry_augmentation
 from robot_rl.utils.allocator import retain_freed_memory
@@ -179,14 +179,22 @@ class LearnerCore:
             return load_demos(recorded), str(recorded)
         if cfg.scripted_demos <= 0:
             return [], "none"
-        if not cfg.env.robot_rl_task:
+        expert = cfg.demo_policy in (None, EXPERT)
+        if expert and not cfg.env.robot_rl_task:
             return [], (f"none (--scripted-demos {cfg.scripted_demos} skipped: {cfg.env.name!r} has no scripted "
-                        "expert; give recorded demos with --demos DIR)")
+                        "expert; give recorded demos with --demos DIR, or a controller that records them with "
+                        "--demo-policy module:attr)")
         if record_env is None:
             return [], f"none (--scripted-demos {cfg.scripted_demos} skipped: this runner records no demos)"
-        episodes, stats = record_scripted_demos(record_env, cfg.env.task, cfg.scripted_demos, recorded,
-                                                noise_std=cfg.demo_noise, seed=cfg.seed)
-        return episodes, f"{demo_summary(stats, cfg.scripted_demos, cfg.demo_noise)} -> {recorded}"
+        if expert:
+            episodes, stats = record_scripted_demos(record_env, cfg.env.task, cfg.scripted_demos, recorded,
+                                                    noise_std=cfg.demo_noise, seed=cfg.seed)
+        else:
+            policy = load_base_policy(cfg.demo_policy, record_env, seed=cfg.seed)
+            episodes, stats = record_policy_demos(record_env, cfg.env.name, policy, cfg.scripted_demos, recorded,
+                                                  noise_std=cfg.demo_noise, seed=cfg.seed)
+        summary = demo_summary(stats, cfg.scripted_demos, cfg.demo_noise, None if expert else cfg.demo_policy)
+        return episodes, f"{summary} -> {recorded}"
 
     def add_demos(self, episodes: Sequence[Episode]) -> None:
         for i, episode in enumerate(episodes):

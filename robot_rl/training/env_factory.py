@@ -151,7 +151,7 @@ def make_training_env(
         raise ValueError(f"obs={obs!r} / dense_reward / randomization={randomization!r} apply to robot_rl tasks "
                          f"only; {task!r} brings its own")
     try:
-        env = gym.make(task, render_mode=render_mode, **json.loads(env_kwargs))
+        env = gym.make(task, **_make_kwargs(env_kwargs, render_mode))
     except gym.error.Error as err:
         hint = ("" if ":" in task else "; an env registered by another package is named module:EnvId, e.g. "
                 f"gymnasium_robotics:{task}")
@@ -185,10 +185,16 @@ def _from_factory(env_factory: str, env_kwargs: str, render_mode: str | None) ->
         factory = getattr(importlib.import_module(module_name), func_name)
     except (ImportError, AttributeError) as e:
         raise ValueError(f"env_factory {env_factory!r} cannot be imported: {e}") from e
+    return factory(**_make_kwargs(env_kwargs, render_mode))
+
+
+def _make_kwargs(env_kwargs: str, render_mode: str | None) -> dict:
+    """The JSON ``env_kwargs``, with ``render_mode`` only when one is asked for: some envs (panda-gym) refuse
+    ``render_mode=None`` rather than take it as "no rendering"."""
     kwargs = json.loads(env_kwargs)
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
-    return factory(**kwargs)
+    return kwargs
 
 
 def make_env_from_config(config: EnvConfig, render_mode: str | None = None, training: bool = False) -> gym.Env:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -13,7 +13,11 @@ import numpy as np
 from robot_rl.data.demos import DemoMeta, DemoWriter
 from robot_rl.data.episode import Episode
 from robot_rl.envs.contract import INFO_KEYS
+from robot_rl.envs.success import success_reported
 from robot_rl.training.evaluate import DEMO_SEED_BASE
+
+if TYPE_CHECKING:
+    from robot_rl.training.base_policy import BasePolicy
 
 
 def rollout_episode(env: gym.Env, act: Callable[[dict[str, np.ndarray]], np.ndarray], seed: int) -> Episode:
@@ -51,11 +55,13 @@ class RecordStats:
     total_steps: int = 0
 
 
-def demo_summary(stats: RecordStats, wanted: int, noise_std: float) -> str:
-    """One log line on scripted demos: how many were kept, and a loud note when fewer than ``wanted``."""
-    line = f"{stats.kept} scripted expert demos ({stats.successes}/{stats.recorded} attempts succeeded)"
+def demo_summary(stats: RecordStats, wanted: int, noise_std: float, policy: str | None = None) -> str:
+    """One log line on recorded demos (by the scripted expert, or ``policy``): how many were kept, and a loud
+    note when fewer than ``wanted``."""
+    by = "scripted expert" if policy is None else f"{policy!r}"
+    line = f"{stats.kept} {by} demos ({stats.successes}/{stats.recorded} attempts succeeded)"
     if stats.kept < wanted:
-        line += (f"; ONLY {stats.kept} of the {wanted} asked for: the expert with demo_noise {noise_std} rarely "
+        line += (f"; ONLY {stats.kept} of the {wanted} asked for: the {by} with demo_noise {noise_std} rarely "
                  "succeeds on this task")
     return line
 
@@ -84,6 +90,47 @@ def record_scripted_demos(
         episode_seed = DEMO_SEED_BASE + seed * 10_000 + i
         expert = make_expert(sim_env, noise_std=noise_std, seed=episode_seed)
         return rollout_episode(env, lambda _obs: expert.act(sim_env.scene), episode_seed)
+
+    return _record(one_episode, episodes, attempts_per_demo * episodes, writer, keep_failed, on_episode)
+
+
+def record_policy_demos(
+    env: gym.Env,
+    task: str,
+    policy: BasePolicy,
+    episodes: int,
+    out: Path | None,
+    noise_std: float = 0.0,
+    seed: int = 0,
+    keep_failed: bool = False,
+    on_episode: Callable[[int, Episode, bool], None] | None = None,
+    attempts_per_demo: int = 10,
+) -> tuple[list[Episode], RecordStats]:
+    """``record_scripted_demos`` with any policy in place of the task's expert (``load_base_policy``: a user's
+    controller, a trained run, a TorchScript file), so an env from another library gets demos too. Gaussian
+    noise of std ``noise_std`` (env action units, clipped into the action box) is added to every action. An env
+    that reports no success is refused unless ``keep_failed``: its failures could not be dropped."""
+    writer = DemoWriter(out, DemoMeta.for_env(task, env)) if out is not None else None
+    box = env.action_space
+    assert isinstance(box, gym.spaces.Box)
+
+    def one_episode(i: int) -> Episode:
+        episode_seed = DEMO_SEED_BASE + seed * 10_000 + i
+        rng = np.random.default_rng(episode_seed)
+        policy.reset()
+
+        def act(obs: dict[str, np.ndarray]) -> np.ndarray:
+            action = np.asarray(policy(obs), np.float32)
+            if noise_std > 0:
+                action = np.clip(action + rng.normal(0.0, noise_std, action.shape), box.low, box.high)
+            return action
+
+        episode = rollout_episode(env, act, episode_seed)
+        if not keep_failed and not success_reported(env):
+            raise ValueError(f"demos for {task!r}: the env reports no success, so failed episodes cannot be told "
+                             "apart; name its info key with --success-key, or keep every episode (record-demos "
+                             "--keep-failed)")
+        return episode
 
     return _record(one_episode, episodes, attempts_per_demo * episodes, writer, keep_failed, on_episode)
 

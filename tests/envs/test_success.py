@@ -1,5 +1,5 @@
-"""Success read from envs nobody here wrote: under any common info key, under a named one, or not at all (then
-"unknown", never 0%); and counted at any step or at the final one."""
+"""Envs nobody here wrote: built as they expect, and their success read under any common info key, under a
+named one, or not at all (then "unknown", never 0%); and counted at any step or at the final one."""
 
 from __future__ import annotations
 
@@ -120,3 +120,28 @@ def test_the_default_criterion_is_final_for_goal_envs_and_any_elsewhere():
 def test_an_unregistered_id_suggests_the_module_form():
     with pytest.raises(ValueError, match=re.escape("module:EnvId, e.g. gymnasium_robotics:FetchReach-v4")):
         make_training_env("FetchReach-v4")
+
+
+class NoneRenderRefusingEnv(SuccessKeyEnv):
+    """Refuses ``render_mode=None`` as panda-gym does (it wants one of its modes or the keyword left out)."""
+
+    def __init__(self, render_mode: str = "rgb_array", **kwargs) -> None:
+        if render_mode not in ("rgb_array", "human"):
+            raise ValueError(f"render_mode {render_mode!r}")
+        super().__init__(**kwargs)
+        self.render_mode = render_mode
+
+
+gym.register("robot_rl_test/NoneRenderRefusing-v0", entry_point=NoneRenderRefusingEnv)
+
+
+def make_none_render_refusing(**kwargs) -> gym.Env:
+    return NoneRenderRefusingEnv(**kwargs)
+
+
+def test_an_env_is_built_without_a_render_mode_when_none_is_asked_for():
+    by_id = make_env_from_config(EnvConfig(task="robot_rl_test/NoneRenderRefusing-v0", env_kwargs='{"key": "solved"}'))
+    assert evaluate(zero, by_id, episodes=1).successes == 1
+    by_factory = make_env_from_config(EnvConfig(env_factory=f"{__name__}:make_none_render_refusing"))
+    assert evaluate(zero, by_factory, episodes=1).successes == 1
+    assert make_training_env("robot_rl_test/NoneRenderRefusing-v0", render_mode="rgb_array").render_mode == "rgb_array"

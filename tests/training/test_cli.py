@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -214,6 +215,62 @@ def test_train_gymnasium_env(tmp_path: Path, capsys) -> None:
     assert "--scripted-demos 20 skipped: 'Pendulum-v1' has no scripted expert" in out
     assert "success unknown" in out and "success 0%" not in out
     assert load_run_config(run).env.env_kwargs == '{"g": 9.0}'
+
+
+class PointEnv(gym.Env):
+    """A point on a line that must pass x = 0.5 within 10 steps; reports success under ``success``."""
+
+    observation_space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.x, self.t = np.zeros(1, np.float32), 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x, self.t = self.np_random.uniform(-0.5, 0.0, 1).astype(np.float32), 0
+        return self.x.copy(), {}
+
+    def step(self, action):
+        self.x = np.clip(self.x + 0.1 * np.asarray(action, np.float32), -2.0, 2.0)
+        self.t += 1
+        done = bool(self.x[0] > 0.5)
+        return self.x.copy(), float(done), done, self.t >= 10, {"success": done}
+
+
+gym.register("robot_rl_test/Point-v0", entry_point=PointEnv)
+
+
+def push_right(obs: dict[str, np.ndarray]) -> np.ndarray:
+    return np.ones(1, np.float32)
+
+
+def test_a_foreign_env_gets_demos_from_its_users_controller(tmp_path: Path, capsys) -> None:
+    """``--policy module:attr`` records demos where no scripted expert exists, filtered by the env's own success;
+    ``train --demo-policy`` records them the same way; an env that reports no success is refused unless every
+    episode is to be kept."""
+    policy = f"{__name__}:push_right"
+    out = tmp_path / "demos"
+    assert main(["record-demos", "--task", "robot_rl_test/Point-v0", "--episodes", "1"]) == 2
+    assert "record with your own controller: --policy module:attr" in capsys.readouterr().err
+    assert main(["record-demos", "--task", "robot_rl_test/Point-v0", "--policy", policy, "--noise", "0.1",
+                 "--episodes", "3", "--out", str(out)]) == 0
+    assert "kept 3" in capsys.readouterr().out
+    demos = load_demos(out, task="robot_rl_test/Point-v0")
+    assert len(demos) == 3 and all(d.success and len(d) <= 10 for d in demos)
+    assert not np.allclose(demos[0].actions, 1.0)  # the noise reached the actions
+
+    assert main(["record-demos", "--task", "Pendulum-v1", "--policy", policy, "--episodes", "1",
+                 "--out", str(tmp_path / "p")]) == 2
+    assert "reports no success" in capsys.readouterr().err
+    assert main(["record-demos", "--task", "Pendulum-v1", "--policy", policy, "--episodes", "2", "--keep-failed",
+                 "--out", str(tmp_path / "p")]) == 0
+
+    run = tmp_path / "run"
+    assert main(["train", "--task", "robot_rl_test/Point-v0", "--demo-policy", policy, "--scripted-demos", "2",
+                 "--total-env-steps", "60", "--eval-every", "60", "--run-dir", str(run), *TINY]) == 0
+    assert f"2 {policy!r} demos (2/2 attempts succeeded)" in capsys.readouterr().out
+    assert len(load_demos(run / "demos")) == 2
 
 
 def test_foreign_env_scripted_teleop_is_refused_by_name(tmp_path: Path, capsys) -> None:
