@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--bc-steps", type=int, default=2_000, help="BC gradient steps")
     residual = PRESETS["residual"]
     parser.add_argument("--residual-scale", type=float, default=residual.residual_scale)
+    parser.add_argument("--residual-gripper-scale", type=float, default=residual.residual_gripper_scale,
+                        help="the residual's bound on the gripper latch (1.5: any command from any base command)")
     parser.add_argument("--warmup", type=int, default=residual.critic_warmup_updates, help="critic warm-up updates")
     parser.add_argument("--target-entropy", type=float, default=None, help="residual's target entropy")
     parser.add_argument("--exploration-std", type=float, default=None,
@@ -85,6 +87,7 @@ def main() -> None:
                 cfg = dataclasses.replace(
                     cfg, preset="residual", env=dataclasses.replace(cfg.env, base_policy=str(bc)),
                     agent=dataclasses.replace(cfg.agent, residual_scale=args.residual_scale,
+                                              residual_gripper_scale=args.residual_gripper_scale,
                                               critic_warmup_updates=args.warmup,
                                               target_entropy=args.target_entropy,
                                               exploration_std=args.exploration_std))

@@ -111,6 +111,10 @@ class SACConfig:
     actor (in units of the action box's half-width), the base's action read from the ``base_action``
     observation (``--base-policy``). The actor's mean layer starts at zero, so an untrained agent acts as the
     base does; the critic judges the executed action. None: plain SAC."""
+    residual_gripper_scale: float | None = None
+    """The residual's bound on the contract action's gripper latch (dim 6; <= -0.5 close, >= 0.5 open), in the
+    same units: 1.5 lets the residual turn any base command into any other (delay a premature close, reopen),
+    which ``residual_scale``'s small bound cannot. None: ``residual_scale``."""
     residual_observe_base: bool = True
     """The residual's networks see the base action among their inputs (False: only the composition uses it)."""
     critic_warmup_updates: int = 0
@@ -207,6 +211,10 @@ class SACConfig:
                 raise bad(name, "must be >= 1")
         if self.residual_scale is not None and not (math.isfinite(self.residual_scale) and self.residual_scale >= 0):
             raise bad("residual_scale", "must be a finite number >= 0 or None")
+        if self.residual_gripper_scale is not None and not (
+                self.residual_scale is not None and math.isfinite(self.residual_gripper_scale)
+                and self.residual_gripper_scale >= 0):
+            raise bad("residual_gripper_scale", "must be a finite number >= 0, with residual_scale set")
         if self.residual_scale is not None and self.gripper == "discrete":
             raise bad("gripper", "must be 'continuous' with residual_scale (the residual corrects every action dim)")
         if self.critic_warmup_updates < 0:

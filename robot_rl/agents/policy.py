@@ -57,8 +57,13 @@ class ActingPolicy(nn.Module):
                     f"{None if base is None else base.shape} among keys {self.obs_keys}")
             if not c.residual_observe_base:
                 encoded_space = gym.spaces.Dict({k: v for k, v in observation_space.spaces.items() if k != BASE_ACTION})
-            half = (actor_high - actor_low) / 2
-            self.register_buffer("residual_bound", (self.residual_scale * half).float())
+            bound = self.residual_scale * (actor_high - actor_low) / 2
+            if c.residual_gripper_scale is not None:
+                if self.action_dim != ACTION_DIM:
+                    raise ValueError(f"SACConfig.residual_gripper_scale bounds the {ACTION_DIM}-D contract action's "
+                                     f"gripper; this action has {self.action_dim} dims")
+                bound[-1] = c.residual_gripper_scale * (actor_high[-1] - actor_low[-1]) / 2
+            self.register_buffer("residual_bound", bound.float())
             self.register_buffer("action_low", actor_low.float())
             self.register_buffer("action_high", actor_high.float())
             actor_low, actor_high = -torch.ones_like(actor_low), torch.ones_like(actor_high)  # r in [-1, 1]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.envs.success import is_goal_env
+from robot_rl.envs.success import compute_reward_of, is_goal_env
 
 if TYPE_CHECKING:
     from robot_rl.data.replay import ReplayConfig
@@ -108,4 +108,4 @@ def goal_rewards_for(config: ReplayConfig, env: gym.Env, where: str = "ReplayCon
                 f"{where}='on': {env.unwrapped.__class__.__name__} is not goal-conditioned (it needs dict "
                 f"observations with {ACHIEVED!r} and {DESIRED!r} and a compute_reward method)")
         return None
-    return GoalRewards(env.unwrapped.compute_reward, config.hindsight_fraction)
+    return GoalRewards(compute_reward_of(env), config.hindsight_fraction)

@@ -75,7 +75,17 @@ def is_goal_env(env: gym.Env) -> bool:
     ``desired_goal`` and a vectorised ``compute_reward(achieved_goal, desired_goal, info)``."""
     space = env.observation_space
     keys = set(space.spaces) if isinstance(space, gym.spaces.Dict) else set()
-    return {"achieved_goal", "desired_goal"} <= keys and callable(getattr(env.unwrapped, "compute_reward", None))
+    return {"achieved_goal", "desired_goal"} <= keys and compute_reward_of(env) is not None
+
+
+def compute_reward_of(env: gym.Env) -> Any:
+    """``env``'s ``compute_reward``, the outermost wrapper's that defines one (a wrapper that changes the reward
+    changes it for relabelled goals too), or None."""
+    try:
+        found = env.get_wrapper_attr("compute_reward")
+    except AttributeError:
+        return None
+    return found if callable(found) else None
 
 
 def default_criterion(env: gym.Env) -> Criterion:

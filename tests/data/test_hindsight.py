@@ -140,6 +140,21 @@ def test_the_mode_is_resolved_per_env():
         ReplayBuffer(gym.spaces.Dict({"state": BOX}), 1, goals=auto)
 
 
+class ShiftedReward(gym.Wrapper):
+    """A user's reward change on a goal env: the env's rewards + 1, for relabelled goals too."""
+
+    def compute_reward(self, achieved, desired, info):
+        return self.env.unwrapped.compute_reward(achieved, desired, info) + 1.0
+
+
+def test_relabelled_rewards_come_from_the_outermost_compute_reward():
+    env = PointGoalEnv()
+    far, near = np.array([[0.0, 0.0]]), np.array([[5.0, 5.0]])
+    inner = goal_rewards_for(ReplayConfig(), env).rewards(far, near)
+    wrapped = goal_rewards_for(ReplayConfig(), gym.wrappers.RecordEpisodeStatistics(ShiftedReward(env)))
+    np.testing.assert_array_equal(wrapped.rewards(far, near), inner + 1.0)
+
+
 def test_a_non_vectorised_compute_reward_is_named():
     scalar = GoalRewards(lambda a, d, info: 0.0)
     with pytest.raises(ValueError, match="vectorised"):

@@ -94,6 +94,23 @@ def test_the_correction_stays_within_its_bound_for_any_actor_output(tmp_path: Pa
         assert correction.max() > 0.9 * SMALL.residual_scale  # the bound is reached, not just respected
 
 
+def test_the_gripper_latch_has_its_own_bound_so_the_residual_can_flip_it() -> None:
+    """Under the arm's 0.2 bound a base's close (-1) stays a close (<= -0.5); with the gripper's own bound of 1.5
+    the residual reaches open (+0.5) from close and close from open, while the arm dims keep 0.2."""
+    env = make_env_from_config(env_config("expert"))
+    obs = {k: torch.zeros((2, *s.shape)) for k, s in env.observation_space.spaces.items()}
+    obs[BASE_ACTION] = torch.tensor([[0.0] * 6 + [-1.0], [0.0] * 6 + [1.0]])
+    for gripper_scale, reach in ((None, (-0.8, 0.8)), (1.5, (0.5, -0.5))):
+        policy = ActingPolicy(dataclasses.replace(SMALL, residual_gripper_scale=gripper_scale),
+                              env.observation_space, env.action_space, seed=1)
+        toward = torch.tensor([[1.0], [-1.0]])  # r at its limit, toward the other latch command
+        action = policy.compose(toward.expand(2, 7), obs)
+        np.testing.assert_allclose(action[:, 6].numpy(), reach, atol=1e-6)
+        np.testing.assert_allclose(action[:, :6].abs().numpy(), SMALL.residual_scale, atol=1e-6)
+    with pytest.raises(ValueError, match="residual_gripper_scale"):
+        SACConfig(residual_gripper_scale=1.5)  # without a residual
+
+
 def tiny_run(run: Path, base: str, steps: int = 120, **agent: object) -> TrainConfig:
     return TrainConfig.from_preset(
         "residual", env=env_config(base), total_env_steps=steps, learning_starts=40, batch_size=32,
