@@ -162,8 +162,8 @@ def put_demos_into_sb3(model, env, cfg: TrainConfig, flat: bool) -> int:
     space = env.observation_space
     added = 0
     for ep in record_demos(env, cfg):
-        frames = [{k: v[t][None] for k, v in ep.observations.items()} for t in range(len(ep) + 1)]
-        obs = [flatten(space, {k: v[0] for k, v in f.items()})[None] for f in frames] if flat else frames
+        frames = [{k: v[t] for k, v in ep.observations.items()} for t in range(len(ep) + 1)]
+        obs = [flatten(space, f)[None] if flat else {k: v[None] for k, v in f.items()} for f in frames]
         for t in range(len(ep)):
             last = t == len(ep) - 1
             done, cut = last and (ep.terminated or ep.truncated), last and ep.truncated and not ep.terminated
