@@ -137,31 +137,20 @@ def run_lockstep(cfg: TrainConfig, n_actors: int, learner_overrides: dict) -> li
     return list(zip(steps.tolist(), success.tolist()))
 
 
-def record_demos(env, cfg: TrainConfig) -> list:
-    """``cfg.scripted_demos`` recorded exactly as our learner records them (same expert or ``demo_policy``,
-    seeds and noise)."""
-    from robot_rl.training.base_policy import load_base_policy
-    from robot_rl.training.record import record_policy_demos, record_scripted_demos
-
-    if cfg.demo_policy is None:
-        episodes, _ = record_scripted_demos(env, cfg.env.task, cfg.scripted_demos, None, noise_std=cfg.demo_noise,
-                                            seed=cfg.seed)
-    else:
-        policy = load_base_policy(cfg.demo_policy, env, seed=cfg.seed)
-        episodes, _ = record_policy_demos(env, cfg.env.name, policy, cfg.scripted_demos, None,
-                                          noise_std=cfg.demo_noise, seed=cfg.seed)
-    return episodes
-
-
 def put_demos_into_sb3(model, env, cfg: TrainConfig, flat: bool) -> int:
-    """Add every transition of ``record_demos`` to ``model``'s replay buffer, observations flattened as
+    """Record ``cfg.scripted_demos`` exactly as our learner does (same expert or ``demo_policy``, seeds and noise)
+    and add every transition to ``model``'s replay buffer, observations flattened as
     ``FlattenObservation`` does when ``flat`` (else dicts, as a HER buffer takes them), actions in SB3's [-1, 1]
     policy units. Returns the number of transitions added."""
     from gymnasium.spaces import flatten
 
+    from robot_rl.training.record import record_demos
+
+    episodes, _ = record_demos(env, cfg.env.name, cfg.scripted_demos, None, cfg.demo_policy,
+                               noise_std=cfg.demo_noise, seed=cfg.seed)
     space = env.observation_space
     added = 0
-    for ep in record_demos(env, cfg):
+    for ep in episodes:
         frames = [{k: v[t] for k, v in ep.observations.items()} for t in range(len(ep) + 1)]
         obs = [flatten(space, f)[None] if flat else {k: v[None] for k, v in f.items()} for f in frames]
         for t in range(len(ep)):

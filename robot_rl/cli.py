@@ -228,9 +228,9 @@ def _record_demos(args: RecordDemosArgs) -> int:
         from robot_rl.commands.demos import record_teleop_demos_command
 
         return record_teleop_demos_command(args)
-    from robot_rl.training.base_policy import EXPERT, load_base_policy
+    from robot_rl.training.base_policy import EXPERT
     from robot_rl.training.env_factory import is_robot_rl_task, make_training_env
-    from robot_rl.training.record import record_policy_demos, record_scripted_demos
+    from robot_rl.training.record import record_demos
 
     expert = args.policy in (None, EXPERT)
     if expert and not is_robot_rl_task(args.task):
@@ -250,12 +250,8 @@ def _record_demos(args: RecordDemosArgs) -> int:
         print(f"attempt {i + 1}: {status}, {len(episode)} steps, {'kept' if kept else 'dropped'} "
               f"({kept_count}/{args.episodes} kept)")
 
-    options = dict(noise_std=args.noise, seed=args.seed, keep_failed=args.keep_failed, on_episode=show)
-    if expert:
-        _, stats = record_scripted_demos(env, args.task, args.episodes, out, **options)
-    else:
-        policy = load_base_policy(args.policy, env, seed=args.seed)
-        _, stats = record_policy_demos(env, args.task, policy, args.episodes, out, **options)
+    _, stats = record_demos(env, args.task, args.episodes, out, args.policy, noise_std=args.noise, seed=args.seed,
+                            keep_failed=args.keep_failed, on_episode=show)
     print(f"recorded {stats.recorded}, succeeded {stats.successes}, kept {stats.kept} -> {out}")
     if stats.kept < args.episodes:
         by = "this task's expert" if expert else repr(args.policy)

@@ -39,7 +39,7 @@ from robot_rl.training.evaluate import EVAL_SEED_BASE, EvalResult, evaluate
 from robot_rl.training.guide import JumpStart, guide_horizon
 from robot_rl.training.hil import prepare_demo
 from robot_rl.training.panels import EpisodePanel
-from robot_rl.training.record import demo_summary, record_policy_demos, record_scripted_demos
+from robot_rl.training.record import demo_summary, record_demos
 from robot_rl.training.run_dir import RunDir, read_checkpoint
 from robot_rl.training.symmetry import symmetry_augmentation
 from robot_rl.utils.allocator import retain_freed_memory
@@ -186,13 +186,8 @@ class LearnerCore:
                         "--demo-policy module:attr)")
         if record_env is None:
             return [], f"none (--scripted-demos {cfg.scripted_demos} skipped: this runner records no demos)"
-        if expert:
-            episodes, stats = record_scripted_demos(record_env, cfg.env.task, cfg.scripted_demos, recorded,
-                                                    noise_std=cfg.demo_noise, seed=cfg.seed)
-        else:
-            policy = load_base_policy(cfg.demo_policy, record_env, seed=cfg.seed)
-            episodes, stats = record_policy_demos(record_env, cfg.env.name, policy, cfg.scripted_demos, recorded,
-                                                  noise_std=cfg.demo_noise, seed=cfg.seed)
+        episodes, stats = record_demos(record_env, cfg.env.name, cfg.scripted_demos, recorded, cfg.demo_policy,
+                                       noise_std=cfg.demo_noise, seed=cfg.seed)
         summary = demo_summary(stats, cfg.scripted_demos, cfg.demo_noise, None if expert else cfg.demo_policy)
         return episodes, f"{summary} -> {recorded}"
 

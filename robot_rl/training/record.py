@@ -83,8 +83,7 @@ def record_scripted_demos(
     from robot_rl.sim import make_expert
 
     sim_env = env.unwrapped
-    meta = DemoMeta(task=task, contract=sim_env.contract, observation_space=env.observation_space)  # a base's
-    writer = DemoWriter(out, meta) if out is not None else None  # action, when the env has one, is kept too
+    writer = DemoWriter(out, DemoMeta.for_env(task, env)) if out is not None else None
 
     def one_episode(i: int) -> Episode:
         episode_seed = DEMO_SEED_BASE + seed * 10_000 + i
@@ -133,6 +132,26 @@ def record_policy_demos(
         return episode
 
     return _record(one_episode, episodes, attempts_per_demo * episodes, writer, keep_failed, on_episode)
+
+
+def record_demos(
+    env: gym.Env,
+    task: str,
+    episodes: int,
+    out: Path | None,
+    policy: str | None = None,
+    noise_std: float = 0.0,
+    seed: int = 0,
+    **options: Any,
+) -> tuple[list[Episode], RecordStats]:
+    """Demos by the task's scripted expert (``policy`` None or ``expert``), else by the policy ``policy`` names
+    (``load_base_policy``); ``options`` as ``record_scripted_demos`` takes them."""
+    from robot_rl.training.base_policy import EXPERT, load_base_policy
+
+    if policy in (None, EXPERT):
+        return record_scripted_demos(env, task, episodes, out, noise_std=noise_std, seed=seed, **options)
+    return record_policy_demos(env, task, load_base_policy(policy, env, seed=seed), episodes, out,
+                               noise_std=noise_std, seed=seed, **options)
 
 
 def record_teleop_demos(
