@@ -12,9 +12,11 @@ spend the same compute per env step. ``sb3`` has no demos; ``sb3_demos`` is the 
 build: the same scripted demos as ours (same expert, seeds and noise) put into SB3's replay buffer before
 learning starts, where its uniform sampling mixes them with online data; ``sb3_her`` / ``sb3_her_demos`` use
 SB3's hindsight replay on a goal-conditioned env. ``--task`` also takes an env of another library
-(``module:EnvId``); one that ``third_party.DEMO_POLICIES`` knows gets its demos from that controller:
+(``module:EnvId``); one that ``third_party.DEMO_POLICIES`` names gets its demos from that controller:
 
     python bench/learning.py --task panda_gym:PandaPickAndPlace-v3 --budget 30000 --methods ours sb3_her_demos
+    python bench/learning.py --task third_party:GymHilPickCube-v0 --demo-noise 0.005 --methods ours
+    python bench/learning.py --task third_party:GymHilPickCube-v0 --action-scale '[0.04,0.04,0.04,0,0,0,0.5]'
 
 Results are printed as a markdown table and written, with date, commit and CPU, to ``bench/results/learning/``
 (``bench/report.py`` builds the tables of docs/benchmarks.md from them); run folders go under ``--out``.
@@ -42,10 +44,10 @@ from _recipe import (
     write_results,
 )
 from gymnasium.wrappers import FlattenObservation
-from third_party import DEMO_POLICIES
+from third_party import demo_policy_for
 
 from robot_rl.training.config import TrainConfig
-from robot_rl.training.env_factory import make_env_from_config
+from robot_rl.training.env_factory import EnvConfig, make_env_from_config
 from robot_rl.training.evaluate import EVAL_SEED_BASE, evaluate
 from robot_rl.training.loop import Trainer
 from robot_rl.training.run_dir import RunDir
@@ -227,6 +229,9 @@ def main() -> None:
                                  "ours_actors1", "ours_actors2", "ours_episode_insert", "ours_lockstep1",
                                  "ours_lockstep2"])
     parser.add_argument("--threshold", type=float, default=0.9)
+    parser.add_argument("--action-scale", default=EnvConfig.action_scale,
+                        help="env from elsewhere: half-ranges of its actions the learner spans (EnvConfig)")
+    parser.add_argument("--demo-noise", type=float, default=TrainConfig.demo_noise)
     parser.add_argument("--actor-lead", type=int, default=None,
                         help="ours_actorsN: env steps per actor the actors may run ahead of the learner's updates "
                              "(default: train --actors' 10)")
@@ -242,7 +247,8 @@ def main() -> None:
             cfg = recipe_config(
                 args, seed, obs=args.obs, image_size=args.image_size,
                 scripted_demos=0 if method in ("ours_no_demos", "sb3", "sb3_her") else args.demos,
-                demo_policy=DEMO_POLICIES.get(args.task),
+                demo_policy=demo_policy_for(args.task, args.action_scale), demo_noise=args.demo_noise,
+                action_scale=args.action_scale,
                 actors=int(method.removeprefix("ours_actors")) if method.startswith("ours_actors") else 0,
                 run_dir=args.out / f"{stamp}-{task_slug(args.task)}-{args.obs}-{method}-s{seed}",
             )

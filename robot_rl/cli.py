@@ -64,6 +64,9 @@ class RecordDemosArgs:
     teleop: TeleopName = "none"
     """Record by hand with this device (``scripted``: the corrector drives, ``--noise`` applies); the arm holds
     still while the human is idle; success / failure / reset buttons end an episode."""
+    action_scale: str = ""
+    """An env from elsewhere acting through a narrowed action box, as ``train --action-scale`` (the demos record
+    it; a run with another scale refuses them)."""
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,7 @@ def _record_demos(args: RecordDemosArgs) -> int:
     if args.episodes <= 0:
         raise SystemExit(f"record-demos: --episodes must be > 0, got {args.episodes}")
     out = args.out or Path("demos") / f"{args.task.replace(':', '-')}-{args.obs}"
-    env = make_training_env(args.task, args.obs, args.image_size)
+    env = make_training_env(args.task, args.obs, args.image_size, action_scale=args.action_scale)
 
     kept_count = 0
 

@@ -29,6 +29,7 @@ from robot_rl.data.episode import Episode
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.spaces import check_episode, describe_space, space_from_description
 from robot_rl.envs.contract import ACTION_DIM, ContractSpec
+from robot_rl.envs.wrappers import action_scale_of
 from robot_rl.utils.atomic import TMP_SUFFIX, atomic_write
 
 FORMAT_NAME = "robot_rl.demos"
@@ -52,6 +53,9 @@ class DemoMeta:
     """Defaults to ``contract.observation_space()``; required without a contract."""
     action_dim: int = ACTION_DIM
     notes: str = ""
+    action_scale: tuple[float, ...] | None = None
+    """The half-ranges (env units) the recorded actions' [-1, 1] spans (``EnvConfig.action_scale``); None: the
+    env's whole action box."""
 
     def __post_init__(self) -> None:
         if not self.task:
@@ -70,7 +74,7 @@ class DemoMeta:
             raise ValueError(f"DemoMeta.for_env({task!r}): needs dict observations and a Box action space, got "
                              f"{space} / {env.action_space}")
         return cls(task=task, contract=getattr(env.unwrapped, "contract", None), observation_space=space,
-                   action_dim=int(np.prod(env.action_space.shape)), notes=notes)
+                   action_dim=int(np.prod(env.action_space.shape)), notes=notes, action_scale=action_scale_of(env))
 
     def space(self) -> gym.spaces.Dict:
         if self.observation_space is not None:
@@ -109,6 +113,7 @@ def meta_document(meta: DemoMeta) -> dict[str, object]:
         "contract": None if meta.contract is None else meta.contract.to_dict(),
         "observation_space": describe_space(meta.space()),
         "action_dim": meta.action_dim,
+        "action_scale": None if meta.action_scale is None else list(meta.action_scale),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "code_version": code_version(),
         "notes": meta.notes,
@@ -137,7 +142,27 @@ def meta_from_document(doc: object, where: str) -> DemoMeta:
     return DemoMeta(task=str(meta["task"]),
                     contract=ContractSpec.from_dict(contract) if isinstance(contract, dict) else None,
                     observation_space=space_from_description(meta["observation_space"]),  # type: ignore[arg-type]
-                    action_dim=int(meta["action_dim"]), notes=str(meta.get("notes", "")))  # type: ignore[call-overload]
+                    action_dim=int(meta["action_dim"]), notes=str(meta.get("notes", "")),  # type: ignore[call-overload]
+                    action_scale=recorded_action_scale(meta))
+
+
+def recorded_action_scale(meta: dict[str, object]) -> tuple[float, ...] | None:
+    """The action scale a meta document records (None: the env's whole box, also for older recordings)."""
+    scale = meta.get("action_scale")
+    return None if scale is None else tuple(float(s) for s in scale)  # type: ignore[union-attr]
+
+
+def check_action_scale(path: str | os.PathLike[str], scale: tuple[float, ...] | None) -> None:
+    """Refuse demos under ``path`` whose actions span another box than a run acting through ``scale``: their
+    [-1, 1] would mean other motions here."""
+    file = Path(path) / META_FILE
+    recorded = recorded_action_scale(read_meta(path))
+    if recorded != scale:
+        def say(s: tuple[float, ...] | None) -> str:
+            return "the env's whole action box" if s is None else f"action_scale {list(s)}"
+
+        raise DemoFormatError(f"{file}: these demos were recorded with {say(recorded)}, this run acts with "
+                              f"{say(scale)}; record them again with this run's --action-scale")
 
 
 def read_meta(path: str | os.PathLike[str]) -> dict[str, object]:
@@ -166,14 +191,15 @@ class DemoWriter:
         self.path.mkdir(parents=True, exist_ok=True)
         if (self.path / META_FILE).exists():
             old = read_meta(self.path)
-            if (old["task"], old["observation_space"], old["action_dim"]) != (
+            if (old["task"], old["observation_space"], old["action_dim"], recorded_action_scale(old)) != (
                 meta.task,
                 self.space_description,
                 meta.action_dim,
+                meta.action_scale,
             ):
                 raise DemoFormatError(
                     f"{self.path / META_FILE}: existing recording (task {old['task']!r}) does not match the "
-                    "new meta (task, observation space or action dim differ); use another directory"
+                    "new meta (task, observation space, action dim or action scale differ); use another directory"
                 )
         else:
             doc = meta_document(meta)

@@ -26,12 +26,13 @@ import torch
 from robot_rl.agents.data_parallel import DataParallel
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.batch import Batch
-from robot_rl.data.demos import load_demos
+from robot_rl.data.demos import check_action_scale, load_demos
 from robot_rl.data.episode import Episode
 from robot_rl.data.hindsight import goal_rewards_for
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler, Sampler
 from robot_rl.data.transition import EXTRAS, episode_extras
+from robot_rl.envs.wrappers import learner_action_box, narrow_box_advice
 from robot_rl.training.base_policy import EXPERT, BasePolicy, base_of, load_base_policy, with_base_actions
 from robot_rl.training.config import TrainConfig
 from robot_rl.training.env_factory import EnvConfig, success_criterion
@@ -115,6 +116,8 @@ class LearnerCore:
                 f"a residual learner and a base policy go together: got --base-policy {cfg.env.base_policy!r} "
                 f"with --agent.residual-scale {cfg.agent.residual_scale!r} (use --preset residual --base-policy BASE)")
         self.base = base_of(env)
+        self.action_box = learner_action_box(env)
+        """Where an env from elsewhere maps the learner's [-1, 1] (None for robot_rl tasks)."""
         par = cfg.parallel  # many worlds: updates_per_step update calls per vector step of num_envs env steps
         calls_per_env_step = par.updates_per_step / par.num_envs if par.num_envs else 1.0
         planned = int(max(0, cfg.total_env_steps - cfg.learning_starts) * calls_per_env_step) * cfg.agent.utd_ratio
@@ -173,9 +176,12 @@ class LearnerCore:
         cfg = self.train
         recorded = self.run_dir.path / "demos"
         named_task = cfg.env.task if cfg.env.env_factory is None else None  # a factory's demos carry its own name
+        scale = None if self.action_box is None else self.action_box.scale
         if cfg.demos is not None:
+            check_action_scale(cfg.demos, scale)
             return load_demos(cfg.demos, task=named_task), str(cfg.demos)
         if (recorded / "meta.json").exists():
+            check_action_scale(recorded, scale)
             return load_demos(recorded), str(recorded)
         if cfg.scripted_demos <= 0:
             return [], "none"
@@ -195,6 +201,9 @@ class LearnerCore:
         for i, episode in enumerate(episodes):
             episode = with_base_actions(episode, self.base, f"demo {i}")
             self.demo_replay.add_episode(episode_extras(prepare_demo(episode, self.train)))
+        actions = np.concatenate([e.actions for e in episodes]) if episodes else np.zeros((0, 1))
+        if self.is_main and (advice := narrow_box_advice(actions, self.action_box)):
+            self.say(advice)
 
     # ---------------------------------------------------------------------------------------------- update
     def update(self, sample: Callable[[], Batch] | None = None) -> dict[str, float]:

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.envs.success import Criterion, SuccessSignal, default_criterion
-from robot_rl.envs.wrappers import DictObservation
+from robot_rl.envs.wrappers import DictObservation, LearnerActionBox
 from robot_rl.rewards.state_check import check_classifier_reward
 from robot_rl.training.base_policy import BaseActionObservation, load_base_policy
 
@@ -45,6 +45,12 @@ class EnvConfig:
     tests). Actor and learner must describe the same observation/action spaces."""
     env_kwargs: str = "{}"
     """JSON object of keyword arguments for ``env_factory``, or for ``gymnasium.make`` of a gymnasium ``task``."""
+    action_scale: str = ""
+    """Envs from elsewhere: the half-range, in the env's own action units, that the learner's [-1, 1] spans
+    around the centre of the env's action box; one JSON number or a list with one per dimension (0 fixes a
+    dimension at its centre). Empty: the env's whole box. For an env whose box is far wider than a sensible step
+    (e.g. target displacements in metres within [-1, 1]): ``--action-scale '[0.03, 0.03, 0.03, 0, 0, 0, 0.5]'``.
+    Demo, base and guide policies then act in the new [-1, 1]."""
     success_key: str | None = None
     """The info key a non-robot_rl env reports success under; default: the first of is_success, success,
     succeed, solved that it reports (none: success is shown as unknown, never as 0%)."""
@@ -80,6 +86,10 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.env_kwargs must be a JSON object, got {self.env_kwargs!r} ({e})") from e
         if not isinstance(kwargs, dict):
             raise ValueError(f"EnvConfig.env_kwargs must be a JSON object, got {self.env_kwargs!r}")
+        parse_action_scale(self.action_scale)
+        if self.action_scale and self.robot_rl_task:
+            raise ValueError(f"EnvConfig.action_scale={self.action_scale!r} applies to envs from elsewhere; "
+                             f"{self.task!r} is a robot_rl task with its own action limits")
         if not (np.isfinite(self.base_noise) and self.base_noise >= 0):
             raise ValueError(f"EnvConfig.base_noise must be a finite number >= 0, got {self.base_noise}")
         if self.base_noise > 0 and self.base_policy is None:
@@ -126,14 +136,18 @@ def make_training_env(
     env_factory: str | None = None,
     env_kwargs: str = "{}",
     success_key: str | None = None,
+    action_scale: str = "",
 ) -> gym.Env:
     """``task`` is a robot_rl task name or a gymnasium id; the result emits flat dict observations.
     ``terminate_on_success`` False: a robot_rl task runs on after success (a gymnasium env keeps its own rules).
     ``env_factory`` (``module:function``, called with the JSON object ``env_kwargs``) replaces the task; a
     gymnasium id gets ``env_kwargs`` as ``gymnasium.make`` keywords. Envs from elsewhere report success in
-    ``info["is_success"]`` through ``SuccessSignal`` (``success_key`` names their key)."""
+    ``info["is_success"]`` through ``SuccessSignal`` (``success_key`` names their key) and act in [-1, 1]
+    through ``LearnerActionBox`` (``action_scale`` narrows the box it spans)."""
+    scale = parse_action_scale(action_scale)
     if env_factory is not None:
-        return SuccessSignal(_from_factory(env_factory, env_kwargs, render_mode), success_key)
+        env = _from_factory(env_factory, env_kwargs, render_mode)
+        return SuccessSignal(LearnerActionBox(env, scale, f"env_factory {env_factory!r}"), success_key)
     if is_robot_rl_task(task):
         from robot_rl.sim import make_env
 
@@ -161,13 +175,7 @@ def make_training_env(
         ) from err
     except ModuleNotFoundError as err:
         raise ValueError(f"task {task!r}: cannot import {err.name!r} to register it ({err})") from err
-    if not isinstance(env.action_space, gym.spaces.Box):
-        raise ValueError(f"task {task!r}: SAC needs a continuous Box action space, got {env.action_space}")
-    low, high = env.action_space.low, env.action_space.high
-    if not (np.all(low == -1.0) and np.all(high == 1.0)):
-        ones = np.ones(env.action_space.shape, env.action_space.dtype)  # bounds in the space's dtype: no warning
-        env = gym.wrappers.RescaleAction(env, -ones, ones)
-    return SuccessSignal(DictObservation(env), success_key)
+    return SuccessSignal(DictObservation(LearnerActionBox(env, scale, f"task {task!r}")), success_key)
 
 
 def randomization_preset(name: str):
@@ -197,6 +205,24 @@ def _make_kwargs(env_kwargs: str, render_mode: str | None) -> dict:
     return kwargs
 
 
+def parse_action_scale(text: str) -> np.ndarray | None:
+    """``EnvConfig.action_scale`` as numbers (None when empty); a ``ValueError`` naming the text otherwise."""
+    if not text:
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"EnvConfig.action_scale must be a JSON number or list of numbers, got {text!r}") from e
+    items = parsed if isinstance(parsed, list) else [parsed]
+    if not items or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+        raise ValueError(f"EnvConfig.action_scale must be a JSON number or list of numbers, got {text!r}")
+    value = np.asarray(parsed, np.float64)
+    if not np.all(np.isfinite(value)) or np.any(value < 0):
+        raise ValueError(f"EnvConfig.action_scale must be finite numbers >= 0 (one, or one per action "
+                         f"dimension), got {text!r}")
+    return value
+
+
 def make_env_from_config(config: EnvConfig, render_mode: str | None = None, training: bool = False) -> gym.Env:
     """The env ``config`` describes (training, evaluation, actors and ``robot-rl eval`` build it the same way).
 
@@ -216,6 +242,7 @@ def make_env_from_config(config: EnvConfig, render_mode: str | None = None, trai
         env_factory=config.env_factory,
         env_kwargs=config.env_kwargs,
         success_key=config.success_key,
+        action_scale=config.action_scale,
     )
     return with_base_policy(env, config)
 

@@ -273,6 +273,29 @@ def test_a_foreign_env_gets_demos_from_its_users_controller(tmp_path: Path, caps
     assert len(load_demos(run / "demos")) == 2
 
 
+def nudge(obs: dict[str, np.ndarray]) -> np.ndarray:
+    return np.full(1, 0.025, np.float32)
+
+
+def test_demos_in_a_sliver_of_the_action_box_get_a_narrower_box_suggested(tmp_path: Path, capsys) -> None:
+    """Pendulum's torque spans [-2, 2]; demos nudging by 2.5% of it get ``--action-scale`` suggested, demos
+    recorded through that box carry it, and a run acting through the whole box refuses them."""
+    wide, narrow = tmp_path / "wide", tmp_path / "narrow"
+    policy = f"{__name__}:nudge"
+    for out, scale in ((wide, []), (narrow, ["--action-scale", "0.1"])):
+        assert main(["record-demos", "--task", "Pendulum-v1", "--policy", policy, "--episodes", "1",
+                     "--keep-failed", "--out", str(out), *scale]) == 0
+    capsys.readouterr()
+    train = ["train", "--task", "Pendulum-v1", "--total-env-steps", "20", "--eval-every", "20", *TINY]
+    assert main([*train, "--demos", str(wide), "--run-dir", str(tmp_path / "r1")]) == 0
+    out = capsys.readouterr().out
+    assert "at most 2.5% of the action range in dimension(s) [0]" in out and "--action-scale '[0.1]'" in out
+    assert main([*train, "--demos", str(narrow), "--action-scale", "0.1", "--run-dir", str(tmp_path / "r2")]) == 0
+    assert "--action-scale" not in capsys.readouterr().out
+    assert main([*train, "--demos", str(narrow), "--run-dir", str(tmp_path / "r3")]) == 2
+    assert "recorded with action_scale [0.1], this run acts with the env's whole action box" in capsys.readouterr().err
+
+
 def test_foreign_env_scripted_teleop_is_refused_by_name(tmp_path: Path, capsys) -> None:
     assert main(["record-demos", "--task", "Pendulum-v1", "--teleop", "scripted", "--episodes", "1",
                  "--out", str(tmp_path / "d")]) == 2
