@@ -63,6 +63,9 @@ def demo_summary(stats: RecordStats, wanted: int, noise_std: float, policy: str 
     if stats.kept < wanted:
         line += (f"; ONLY {stats.kept} of the {wanted} asked for: the {by} with demo_noise {noise_std} rarely "
                  "succeeds on this task")
+        if policy is not None and noise_std > 0:
+            line += (" (the noise is a std in the learner's [-1, 1], which spans the env's whole action box unless "
+                     "--action-scale narrows it: lower --demo-noise, or narrow the box)")
     return line
 
 

@@ -91,3 +91,13 @@ def test_dict_observation_wraps_box_and_nested_dict() -> None:
     obs, _ = wrapped.reset()
     assert set(obs) == {"robot/q", "images/cam"}
     assert obs["robot/q"].shape == (4,) and obs["images/cam"].dtype == np.uint8
+
+
+def test_a_demo_shortfall_says_why_and_what_to_change() -> None:
+    from robot_rl.training.record import RecordStats, demo_summary
+
+    short = RecordStats(recorded=100, successes=0, kept=0)
+    line = demo_summary(short, 10, 0.1, "my:controller")
+    assert "ONLY 0 of the 10 asked for" in line and "lower --demo-noise, or narrow the box" in line
+    assert "narrow the box" not in demo_summary(short, 10, 0.1)  # the expert's own tasks have built boxes
+    assert "ONLY" not in demo_summary(RecordStats(recorded=10, successes=10, kept=10), 10, 0.1, "my:controller")
