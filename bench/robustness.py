@@ -7,8 +7,7 @@ and the sensing that neither saw in training.
 Both learners are ``robot-rl train --num-envs N``'s (the quick-start recipe, the task's scripted demos, N
 worlds on the ``mujoco-threads`` backend); each checkpoint is then loaded as ``robot-rl eval`` loads it and run
 deterministically on the evaluation seeds, nominal and under each shift of ``SHIFTS``, one at a time. The
-shifts lie outside the ``robust`` preset's ranges (or are kinds it does not draw: action latency). Results go
-to ``bench/results/robustness/``.
+shifts lie outside the ``robust`` preset's ranges. Results go to ``bench/results/robustness/``.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ SHIFTS: dict[str, dict[str, RandomizationConfig]] = {
         "friction x0.3": RandomizationConfig(friction_scale=(0.3, 0.3)),
         "object mass x3": RandomizationConfig(mass_scale=(3.0, 3.0)),
         "controller gains x0.5": RandomizationConfig(actuator_gain_scale=(0.5, 0.5)),
-        "action latency 1 step": RandomizationConfig(action_latency_steps=1),
+        "action latency 2 steps": RandomizationConfig(action_latency_steps=2),
         "observation noise 6 mm": RandomizationConfig(obs_noise_std=0.006),
     },
     "severe": {
@@ -51,7 +50,7 @@ SHIFTS: dict[str, dict[str, RandomizationConfig]] = {
     },
 }
 """Sets of evaluation conditions, each one shift at a time. ``held_out``: just beyond the ``robust`` preset's
-ranges (friction 0.5-1.5x, mass 0.5-2x, gains 0.7-1.3x, noise 2 mm) or of a kind it does not draw (latency);
+ranges (friction 0.5-1.5x, mass 0.5-2x, gains 0.7-1.3x, noise 2 mm, latency 0-1 steps);
 ``severe``: far beyond them; ``adaptation``: shifts that cost a nominal pick_cube policy a quarter of its
 success and leave the task Markov (for ``bench/finetune_shift.py``)."""
 

@@ -37,8 +37,9 @@ class RandomizationConfig:
     """Std of a random rotation (rad) applied to each fixed camera's orientation."""
     obs_noise_std: float = 0.0
     """Std of Gaussian noise added to ``state`` and ``privileged`` observations."""
-    action_latency_steps: int = 0
-    """Actions take effect this many control steps late (the first steps repeat a zero action)."""
+    action_latency_steps: int | tuple[int, int] = 0
+    """Actions take effect this many control steps late (the first steps repeat a zero action); a ``(low,
+    high)`` pair draws the delay per episode (per world), uniformly from low to high inclusive."""
 
     def __post_init__(self) -> None:
         for name in ("friction_scale", "mass_scale", "joint_damping_scale", "actuator_gain_scale"):
@@ -46,10 +47,17 @@ class RandomizationConfig:
         for name in ("camera_pos_jitter_m", "camera_rot_jitter_rad", "obs_noise_std"):
             if getattr(self, name) < 0:
                 raise ValueError(f"RandomizationConfig.{name} must be >= 0, got {getattr(self, name)}")
-        if not 0 <= self.action_latency_steps <= 10:
-            raise ValueError(
-                f"RandomizationConfig.action_latency_steps must be in [0, 10], got {self.action_latency_steps}"
-            )
+        low, high = self.latency_range
+        if not 0 <= low <= high <= 10:
+            raise ValueError(f"RandomizationConfig.action_latency_steps must be whole steps in [0, 10] (one, or a "
+                             f"(low, high) pair with low <= high), got {self.action_latency_steps}")
+
+    @property
+    def latency_range(self) -> tuple[int, int]:
+        """The action delay's bounds in control steps (equal for a fixed delay)."""
+        steps = self.action_latency_steps
+        low, high = (steps, steps) if isinstance(steps, int) else steps
+        return int(low), int(high)
 
 
 RANDOMIZATION_PRESETS: dict[str, RandomizationConfig] = {
@@ -62,12 +70,14 @@ RANDOMIZATION_PRESETS: dict[str, RandomizationConfig] = {
         camera_pos_jitter_m=0.01,
         camera_rot_jitter_rad=0.02,
         obs_noise_std=0.002,
+        action_latency_steps=(0, 1),
     ),
 }
 """Named domain randomisations (``--randomization``). ``robust`` trains policies meant for another simulator or
 a real arm: contact friction and object masses over the spread of real tabletop objects, the arm's damping
 and the controller's stiffness +-30% (an impedance controller on a real arm is never exactly its nominal
-gains), small camera pose errors and 2 mm / 2 mrad of observation noise."""
+gains), small camera pose errors, 2 mm / 2 mrad of observation noise, and commands that take effect up to one
+control step late (a real arm's driver and network add 10-100 ms)."""
 
 
 SIM_ARM_SAFETY = SafetyLimits(

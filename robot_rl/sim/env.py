@@ -92,9 +92,9 @@ class ArmEnv(gym.Env):
         self._target_pos, self._target_mat = scene.tcp_pos(), scene.tcp_mat()
         scene.set_target(self._target_pos, self._target_mat)
         scene.tare_wrench()
-        self._latency = deque(
-            np.zeros(ACTION_DIM, np.float32) for _ in range(self.cfg.randomization.action_latency_steps)
-        )
+        low, high = self.cfg.randomization.latency_range
+        delay = low if low == high else int(rng.integers(low, high + 1))  # a fixed delay draws nothing
+        self._latency = deque(np.zeros(ACTION_DIM, np.float32) for _ in range(delay))
         self._steps = 0
         return self._observation(), self._info(safety_clipped=False, success=self.task.is_success(scene))
 

@@ -12,7 +12,7 @@ from robot_rl.envs.conformance import check_conformance
 from robot_rl.envs.contract import ACTION_DIM
 from robot_rl.sim import TASKS, make_env
 from robot_rl.sim.batched import BatchedEnvConfig, SingleWorldEnv, WarpConfig, make_batched_env
-from robot_rl.sim.config import RandomizationConfig
+from robot_rl.sim.config import RANDOMIZATION_PRESETS, RandomizationConfig
 
 SHORT = {"max_episode_steps": 8}  # episodes end inside the tested horizon, so auto-reset is covered
 
@@ -148,20 +148,68 @@ def test_randomisation_is_drawn_per_world_inside_its_range() -> None:
     n = 6
     env = make_batched_env("pick_cube", BatchedEnvConfig(num_envs=n), randomization=randomization)
     env.reset(seed=11)
-    scales = {name: [] for name in ("friction", "mass", "damping", "gain")}
+    check_drawn_scales(env, randomization)
+    env.close()
+
+
+def check_drawn_scales(env, randomization: RandomizationConfig) -> None:
+    """Every world's friction, object mass, damping and gain scales lie inside ``randomization``'s ranges, and
+    the worlds drew different ones."""
+    scales = {name: [] for name in ("friction_scale", "mass_scale", "joint_damping_scale", "actuator_gain_scale")}
     for world in env.physics.worlds:
         model, dr = world.scene.model, world.randomizer
-        scales["friction"].append(model.geom_friction[:, 0] / dr.nominal_friction)
+        scales["friction_scale"].append(model.geom_friction[:, 0] / dr.nominal_friction)
         objects = dr.object_bodies
-        scales["mass"].append(model.body_mass[objects] / dr.nominal_mass[objects])
+        scales["mass_scale"].append(model.body_mass[objects] / dr.nominal_mass[objects])
         moving = dr.nominal_damping > 0
-        scales["damping"].append(model.dof_damping[moving] / dr.nominal_damping[moving])
+        scales["joint_damping_scale"].append(model.dof_damping[moving] / dr.nominal_damping[moving])
         ids = dr.impedance_actuators
-        scales["gain"].append(model.actuator_gainprm[ids, 0] / dr.nominal_gain[ids])
-    for name, (low, high) in zip(scales, ((0.5, 1.5), (0.8, 1.2), (0.9, 1.1), (0.7, 1.3)), strict=True):
-        values = np.array(scales[name])
+        scales["actuator_gain_scale"].append(model.actuator_gainprm[ids, 0] / dr.nominal_gain[ids])
+    for name, values in scales.items():
+        low, high = getattr(randomization, name)
+        values = np.array(values)
         assert np.all(values >= low - 1e-9) and np.all(values <= high + 1e-9), name
-        assert len(np.unique(values[:, 0].round(12))) == n, f"{name}: worlds drew the same scale"
+        assert len(np.unique(values[:, 0].round(12))) == len(values), f"{name}: worlds drew the same scale"
+
+
+def test_the_robust_preset_draws_inside_its_declared_ranges() -> None:
+    robust = RANDOMIZATION_PRESETS["robust"]
+    env = make_batched_env("pick_cube", BatchedEnvConfig(num_envs=8), randomization=robust)
+    env.reset(seed=3)
+    check_drawn_scales(env, robust)
+    assert set(env.delay.tolist()) == set(range(robust.latency_range[0], robust.latency_range[1] + 1))
+    env.close()
+
+
+def test_a_latency_range_delays_each_worlds_actions_by_its_own_draw() -> None:
+    """Every world executes the action of ``delay`` steps ago (zeros before its episode began); a fixed delay
+    is the range's special case, as the CPU env has it."""
+    n = 8
+    env = make_batched_env("reach", BatchedEnvConfig(num_envs=n), randomization=RandomizationConfig(
+        action_latency_steps=(0, 3)))
+    env.reset(seed=2)
+    delays = env.delay.clone()
+    assert delays.min() >= 0 and delays.max() <= 3 and len(delays.unique()) > 1
+    plan = actions(5, n, seed=9)
+    targets = []
+    for a in plan:
+        before = env.target_pos.clone()
+        env.step(a)
+        targets.append(env.target_pos - before)
+    moved = torch.stack([(t.abs().sum(dim=1) > 0) for t in targets])  # [steps, worlds]
+    for w in range(n):
+        first = int(moved[:, w].int().argmax())
+        assert first == int(delays[w]), (w, first, int(delays[w]))
+    for fixed in (0, 2):
+        single = make_env("reach", randomization=RandomizationConfig(action_latency_steps=fixed))
+        batched = make_batched_env("reach", BatchedEnvConfig(num_envs=1), randomization=RandomizationConfig(
+            action_latency_steps=(fixed, fixed)))
+        single.reset(seed=4)
+        batched.reset(seed=4)
+        for a in plan[:, :1]:
+            obs, *_ = single.step(a[0])
+            b_obs, *_ = batched.step(a)
+            np.testing.assert_allclose(b_obs["state"][0].numpy(), obs["state"], atol=1e-5)
     env.close()
 
 

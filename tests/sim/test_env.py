@@ -217,6 +217,29 @@ def test_action_latency_delays_motion() -> None:
     assert moved[0] > 0.01 and abs(moved[2]) < 0.003
 
 
+def first_move(env, seed: int) -> int:
+    """The control step at which a constant +y action first moves the arm: the action's delay."""
+    act = np.zeros(ACTION_DIM, np.float32)
+    act[1] = 1.0
+    obs, _ = env.reset(seed=seed)
+    y0 = obs["state"][1]
+    for step in range(6):
+        obs, *_ = env.step(act)
+        if obs["state"][1] - y0 > 0.005:
+            return step
+    raise AssertionError("the arm never moved")
+
+
+def test_a_latency_range_draws_each_episodes_delay_within_it() -> None:
+    env = _env_with(action_latency_steps=(0, 2))
+    delays = [first_move(env, seed) for seed in range(12)]
+    assert set(delays) == {0, 1, 2}, delays
+    assert delays == [first_move(env, seed) for seed in range(12)]  # the seed decides
+    assert {first_move(_env_with(action_latency_steps=(1, 1)), s) for s in range(3)} == {1}
+    with pytest.raises(ValueError, match=r"action_latency_steps must be whole steps in \[0, 10\].*\(2, 1\)"):
+        RandomizationConfig(action_latency_steps=(2, 1))
+
+
 # --- errors name the bad field -------------------------------------------------------------------------
 def test_unknown_task_is_named() -> None:
     with pytest.raises(ValueError, match=r"'pick_cubez'.*registered tasks"):

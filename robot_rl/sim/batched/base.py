@@ -82,11 +82,16 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         self.gripper_open = torch.ones(n, dtype=torch.bool, device=device)
         self.wrench_bias = torch.zeros(n, 6, dtype=dtype, device=device)
         self.steps = torch.zeros(n, dtype=torch.long, device=device)
-        self.latency = torch.zeros(cfg.randomization.action_latency_steps, n, ACTION_DIM, dtype=dtype, device=device)
+        self.latency_range = cfg.randomization.latency_range
+        self.latency = torch.zeros(self.latency_range[1], n, ACTION_DIM, dtype=dtype, device=device)
+        """The last actions of every world, oldest first (as many as the longest delay)."""
+        self.delay = torch.full((n,), self.latency_range[1], dtype=torch.long, device=device)
+        """Each world's action delay in control steps, drawn per episode from ``latency_range``."""
         self._obs: Obs | None = None
         self._infos: dict[str, Any] | None = None
         self._ended = torch.zeros(n, dtype=torch.bool, device=device)
         self._all = torch.ones(n, dtype=torch.bool, device=device)
+        self._world_index = torch.arange(n, device=device)
 
     # --- gymnasium vector-env API ---------------------------------------------------------------------
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
@@ -121,7 +126,8 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         a = raw.clamp(-1.0, 1.0)
         clipped = (a != raw).any(dim=1)
         if len(self.latency):
-            a, self.latency = self.latency[0], torch.cat([self.latency[1:], a[None]])
+            history = torch.cat([self.latency, a[None]])  # row len(self.latency) - d: the action d steps ago
+            a, self.latency = history[len(self.latency) - self.delay, self._world_index], history[1:]
         before = self.physics.readings()
         self.target_pos, self.target_mat, gated = self.gate.pose_step(
             (self.target_pos, self.target_mat), a, (before.tcp_pos, before.tcp_mat)
@@ -192,6 +198,10 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         self.wrench_bias[rows] = starts.wrench_bias
         self.steps[rows] = 0
         self.latency[:, rows] = 0.0
+        low, high = self.latency_range
+        if low < high:  # a fixed delay draws nothing
+            self.delay[rows] = torch.randint(low, high + 1, (len(rows),), generator=self.generator,
+                                             device=self.device)
         self._ended[rows] = False
 
     def _observe(self, worlds: WorldReadings, rows: torch.Tensor | None = None) -> Obs:
