@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
+from robot_rl.envs.wrappers import find_wrapper
+
 SUCCESS_KEYS = ("is_success", "success", "succeed", "solved")
 """Info keys read as success when none is named, first match wins."""
 Criterion = Literal["any", "final"]
@@ -63,11 +65,8 @@ class SuccessSignal(gym.Wrapper):
 def success_reported(env: gym.Env) -> bool:
     """Whether ``env`` has reported its success so far (a robot_rl task always does; an env from elsewhere once
     ``SuccessSignal`` has found its key)."""
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, SuccessSignal):
-            return env.found is not None
-        env = env.env
-    return True
+    signal = find_wrapper(env, SuccessSignal)
+    return signal is None or signal.found is not None
 
 
 def is_goal_env(env: gym.Env) -> bool:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
 
 from robot_rl.envs.contract import is_image_key
+
+W = TypeVar("W", bound=gym.Wrapper)
 
 
 class DictObservation(gym.ObservationWrapper):
@@ -94,13 +96,18 @@ class LearnerActionBox(gym.ActionWrapper):
         return np.clip(self.centre + self.half * unit, inner.low, inner.high).astype(inner.dtype)
 
 
-def learner_action_box(env: gym.Env) -> LearnerActionBox | None:
-    """The ``LearnerActionBox`` in ``env``'s wrapper chain (None: a robot_rl task's env has none)."""
+def find_wrapper(env: gym.Env, kind: type[W]) -> W | None:
+    """The outermost wrapper of type ``kind`` in ``env``'s wrapper chain, if any."""
     while isinstance(env, gym.Wrapper):
-        if isinstance(env, LearnerActionBox):
+        if isinstance(env, kind):
             return env
         env = env.env
     return None
+
+
+def learner_action_box(env: gym.Env) -> LearnerActionBox | None:
+    """The ``LearnerActionBox`` in ``env``'s wrapper chain (None: a robot_rl task's env has none)."""
+    return find_wrapper(env, LearnerActionBox)
 
 
 def action_scale_of(env: gym.Env) -> tuple[float, ...] | None:

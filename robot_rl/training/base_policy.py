@@ -34,6 +34,7 @@ import torch
 
 from robot_rl.data.episode import Episode
 from robot_rl.envs.contract import BASE_ACTION
+from robot_rl.envs.wrappers import find_wrapper
 
 if TYPE_CHECKING:
     from robot_rl.training.config import TrainConfig
@@ -238,11 +239,7 @@ class BaseActionObservation(gym.Wrapper):
 
 def base_of(env: gym.Env) -> BaseActionObservation | None:
     """The base-action wrapper inside ``env``'s wrapper chain, if any."""
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, BaseActionObservation):
-            return env
-        env = env.env
-    return None
+    return find_wrapper(env, BaseActionObservation)
 
 
 def with_base_actions(episode: Episode, wrapper: BaseActionObservation | None, where: str) -> Episode:

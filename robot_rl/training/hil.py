@@ -15,6 +15,7 @@ import numpy as np
 
 from robot_rl.data.episode import Episode
 from robot_rl.data.routing import StepBuffer, TransitionRouter
+from robot_rl.envs.wrappers import find_wrapper
 from robot_rl.teleop import make_teleop
 from robot_rl.teleop.base import Teleoperator
 from robot_rl.teleop.corrector import no_scripted_corrector
@@ -76,11 +77,8 @@ def with_teleop(env: gym.Env, device: Teleoperator, mode: str) -> InterventionWr
 
 def teleop_device(env: gym.Env) -> Teleoperator | None:
     """The device of the outermost ``InterventionWrapper`` in ``env``'s wrapper chain, if any."""
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, InterventionWrapper):
-            return env.device
-        env = env.env
-    return None
+    wrapper = find_wrapper(env, InterventionWrapper)
+    return None if wrapper is None else wrapper.device
 
 
 def without_teleop(env: gym.Env) -> gym.Env:
