@@ -87,9 +87,6 @@ class EnvConfig:
         if not isinstance(kwargs, dict):
             raise ValueError(f"EnvConfig.env_kwargs must be a JSON object, got {self.env_kwargs!r}")
         parse_action_scale(self.action_scale)
-        if self.action_scale and self.robot_rl_task:
-            raise ValueError(f"EnvConfig.action_scale={self.action_scale!r} applies to envs from elsewhere; "
-                             f"{self.task!r} is a robot_rl task with its own action limits")
         if not (np.isfinite(self.base_noise) and self.base_noise >= 0):
             raise ValueError(f"EnvConfig.base_noise must be a finite number >= 0, got {self.base_noise}")
         if self.base_noise > 0 and self.base_policy is None:
@@ -150,6 +147,10 @@ def make_training_env(
         return SuccessSignal(LearnerActionBox(env, scale, f"env_factory {env_factory!r}"), success_key)
     if is_robot_rl_task(task):
         from robot_rl.sim import make_env
+
+        if scale is not None:
+            raise ValueError(f"action_scale={action_scale!r} applies to envs from elsewhere; {task!r} is a robot_rl "
+                             "task with its own action limits")
 
         return make_env(
             task,

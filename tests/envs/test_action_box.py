@@ -60,7 +60,9 @@ def test_a_bad_action_scale_is_refused_with_its_text(text: str) -> None:
 
 def test_robot_rl_tasks_keep_their_own_action_limits() -> None:
     with pytest.raises(ValueError, match="'pick_cube' is a robot_rl task with its own action limits"):
-        EnvConfig(task="pick_cube", action_scale="0.5")
+        make_env_from_config(EnvConfig(task="pick_cube", action_scale="0.5"))
+    with pytest.raises(ValueError, match="'reach' is a robot_rl task"):
+        make_training_env("reach", action_scale="[0.1]")
 
 
 def test_a_gymnasium_env_acts_through_the_declared_box() -> None:
