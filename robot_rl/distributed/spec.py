@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.spaces import describe_space
+from robot_rl.envs.wrappers import action_scale_of
 from robot_rl.training.base_policy import base_policy_digest
 from robot_rl.training.env_factory import EnvConfig
 
@@ -51,6 +52,7 @@ def env_spec(env: gym.Env, task: str, dense_reward: bool = False, intervention_m
             "shape": list(space.shape),
             "low": np.asarray(space.low, np.float64).tolist(),
             "high": np.asarray(space.high, np.float64).tolist(),
+            "scale": None if (scale := action_scale_of(env)) is None else list(scale),  # what [-1, 1] spans
         },
         "contract": contract.to_dict() if contract is not None else None,
         "reward": {"dense": bool(dense_reward), "intervention_mode": intervention_mode, "classifier": classifier},

@@ -112,6 +112,17 @@ def test_spec_names_the_reward_classifier(tmp_path: Path) -> None:
     assert spec_diff(with_a, with_a) == []
 
 
+def test_spec_names_the_action_box() -> None:
+    """An actor acting through a narrowed action box and a learner on the whole box disagree on what [-1, 1]
+    means: the handshake refuses them."""
+    from robot_rl.training.env_factory import EnvConfig, make_env_from_config
+
+    whole = env_spec(make_env_from_config(EnvConfig("Pendulum-v1")), "Pendulum-v1")
+    narrow = env_spec(make_env_from_config(EnvConfig("Pendulum-v1", action_scale="0.5")), "Pendulum-v1")
+    assert any("action_space" in d and "scale" in d and "[0.5]" in d for d in spec_diff(narrow, whole))
+    assert spec_diff(narrow, narrow) == []
+
+
 def test_assembler_hands_out_each_transition_then_the_episode() -> None:
     cuts: list[str] = []
     asm = EpisodeAssembler(on_cut=cuts.append)
