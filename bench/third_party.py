@@ -1,8 +1,10 @@
-"""Controllers that record demos in manipulation envs of other libraries, for ``bench/learning.py``.
+"""Manipulation envs of other libraries for ``bench/learning.py``, and the controllers that record their demos.
 
-Each is what a user of that env would write and pass as ``robot-rl train --demo-policy MODULE:NAME``: a
-callable from the env's observation dict (as robot_rl flattens it) to its action. ``DEMO_POLICIES`` names the
-one for each env id ``bench/learning.py`` knows.
+Each controller is what a user of that env would write and pass as ``robot-rl train --demo-policy MODULE:NAME``:
+a callable from the env's observation dict (as robot_rl flattens it) to an action in the learner's [-1, 1].
+``DEMO_POLICIES`` names the one for each env id and action box ``bench/learning.py`` knows. Importing this
+module registers ``GymHilPickCube-v0`` (``--task third_party:GymHilPickCube-v0``; needs ``pip install --no-deps
+gym-hil``).
 """
 
 from __future__ import annotations
