@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 
 import gymnasium as gym
 import numpy as np
+
+from robot_rl.training.env_factory import parse_action_scale
 
 
 def panda_pick_and_place(obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -64,12 +65,13 @@ def gym_hil_pick_cube(obs: dict[str, np.ndarray]) -> np.ndarray:
 
 GYM_HIL_ACTION_SCALE = "[0.04, 0.04, 0.04, 0, 0, 0, 0.5]"
 """``--action-scale`` for ``GymHilPickCube-v0``: twice the largest steps of its demos (what training suggests)."""
+_GYM_HIL_HALF_RANGES = parse_action_scale(GYM_HIL_ACTION_SCALE).astype(np.float32)
 
 
 def gym_hil_pick_cube_narrow(obs: dict[str, np.ndarray]) -> np.ndarray:
     """``gym_hil_pick_cube`` for a learner acting through ``GYM_HIL_ACTION_SCALE``: the same motions, in the
     narrowed box's [-1, 1]."""
-    scale = np.asarray(json.loads(GYM_HIL_ACTION_SCALE), np.float32)
+    scale = _GYM_HIL_HALF_RANGES
     return np.divide(gym_hil_pick_cube(obs), scale, out=np.zeros_like(scale), where=scale > 0)
 
 
@@ -112,7 +114,8 @@ benchmark script)."""
 def demo_policy_for(task: str, action_scale: str) -> str | None:
     """The controller ``DEMO_POLICIES`` names for ``task`` acting through ``action_scale`` (compared as numbers)."""
     def numbers(text: str) -> list[float]:
-        return json.loads(text) if text else []
+        scale = parse_action_scale(text)
+        return [] if scale is None else scale.tolist()
 
     return next((policy for (t, scale), policy in DEMO_POLICIES.items()
                  if t == task and numbers(scale) == numbers(action_scale)), None)
