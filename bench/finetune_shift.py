@@ -7,7 +7,8 @@ Per seed: the agent pretrained on the batched simulator without randomisation (`
 nominal run, reused from ``--out`` when it is there), its deterministic success under the shift, then two
 single-env runs in the shifted CPU env with the same recipe, demos and evaluation: ``finetune`` starts from the
 pretrained agent (``robot-rl train --init-from RUN``: networks, targets, temperature and optimisers; an empty
-replay), ``scratch`` from nothing. The shift is one of ``robustness.SHIFTS`` (the scripted demos are recorded
+replay), ``residual`` keeps it frozen as the base of a bounded residual (``--preset residual --base-policy RUN``),
+``scratch`` starts from nothing. The shift is one of ``robustness.SHIFTS`` (the scripted demos are recorded
 under it too). Results go to ``bench/results/finetune_shift/``.
 """
 
@@ -30,6 +31,7 @@ from _recipe import (
 from robustness import SHIFTS, success_under, train
 
 from robot_rl.sim.config import RANDOMIZATION_PRESETS
+from robot_rl.training.config import PRESETS
 from robot_rl.training.loop import Trainer
 
 SHIFTED = "bench-shift"
@@ -46,9 +48,16 @@ def main() -> None:
     parser.add_argument("--updates-per-step", type=int, default=2)
     parser.add_argument("--parallel-batch", type=int, default=512)
     parser.add_argument("--episodes", type=int, default=40, help="evaluation episodes of the pretrained agent")
-    parser.add_argument("--methods", nargs="+", default=["finetune", "scratch"], choices=["finetune", "scratch"])
-    parser.add_argument("--critic-warmup", type=int, default=0, help="critic updates before the first actor update")
+    parser.add_argument("--methods", nargs="+", default=["finetune", "scratch"],
+                        choices=["finetune", "residual", "scratch"])
+    parser.add_argument("--critic-warmup", type=int, default=None,
+                        help="critic updates before the first actor update (default: 0; the residual preset's for "
+                             "residual)")
+    parser.add_argument("--residual-scale", type=float, default=PRESETS["residual"].residual_scale)
     parser.add_argument("--actor-lr", type=float, default=None, help="actor learning rate (default: the recipe's)")
+    parser.add_argument("--demos-from", choices=["expert", "pretrained"], default="expert",
+                        help="who records the --demos episodes under the shift: the task's scripted expert, or "
+                             "the pretrained agent itself (its successful episodes; needs no expert)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_robustness"))
     args = parser.parse_args()
     RANDOMIZATION_PRESETS[SHIFTED] = shifts[args.shift]
@@ -64,9 +73,15 @@ def main() -> None:
         for method in args.methods:
             run = args.out / f"{stamp}-{method}-{args.task}-s{seed}"
             cfg = recipe_config(args, seed, run_dir=run, randomization=SHIFTED,
-                                init_from=pretrained if method == "finetune" else None)
-            agent = dataclasses.replace(cfg.agent, critic_warmup_updates=args.critic_warmup,
-                                        actor_lr=args.actor_lr or cfg.agent.actor_lr)
+                                init_from=pretrained if method == "finetune" else None,
+                                demo_policy=str(pretrained) if args.demos_from == "pretrained" else None)
+            agent = dataclasses.replace(cfg.agent, actor_lr=args.actor_lr or cfg.agent.actor_lr,
+                                        critic_warmup_updates=args.critic_warmup or 0)
+            if method == "residual":
+                agent = dataclasses.replace(agent, residual_scale=args.residual_scale, critic_warmup_updates=(
+                    PRESETS["residual"].critic_warmup_updates if args.critic_warmup is None else args.critic_warmup))
+                cfg = dataclasses.replace(cfg, preset="residual",
+                                          env=dataclasses.replace(cfg.env, base_policy=str(pretrained)))
             cfg = dataclasses.replace(cfg, agent=agent)
             started = time.time()
             Trainer(cfg).run()

@@ -19,7 +19,7 @@ class EvalArgs:
     """Evaluate a trained policy deterministically on held-out seeds."""
 
     run: tyro.conf.Positional[Path]
-    """A run folder (its latest checkpoint) or a checkpoint file inside one."""
+    """A run folder (its latest checkpoint), a checkpoint file inside one, or a ``train-bc`` run folder."""
     episodes: int = 50
     video: Path | None = None
     """Write a GIF of the first episode here."""
@@ -197,27 +197,33 @@ def run_actor_command(config) -> int:
 
 
 def _eval(args: EvalArgs) -> int:
+    from robot_rl.training.bc import bc_run_env, is_bc_run, load_bc_policy
     from robot_rl.training.env_factory import make_env_from_config, success_criterion
     from robot_rl.training.evaluate import evaluate
     from robot_rl.training.loop import load_policy
 
-    agent, cfg = load_policy(args.run, args.device)
-    env = make_env_from_config(cfg.env, render_mode="rgb_array" if args.video else None)
+    if is_bc_run(args.run):  # a train-bc run: its chunked policy, reset at every episode start
+        policy = load_bc_policy(args.run)
+        act, reset, env_config = policy, policy.reset, bc_run_env(args.run)
+    else:
+        agent, cfg = load_policy(args.run, args.device)
+        act, reset, env_config = (lambda o: agent.act(o, deterministic=True)), None, cfg.env
+    env = make_env_from_config(env_config, render_mode="rgb_array" if args.video else None)
     frames: list | None = [] if args.video else None
     recorder = None
     if args.record is not None:
         from robot_rl.data.demos import DemoMeta
         from robot_rl.formats.rosbag import EpisodeBagWriter
 
-        recorder = EpisodeBagWriter(args.record, DemoMeta.for_env(cfg.env.task, env, notes=f"eval of {args.run}"))
+        recorder = EpisodeBagWriter(args.record, DemoMeta.for_env(env_config.task, env, notes=f"eval of {args.run}"))
     try:
-        result = evaluate(lambda o: agent.act(o, deterministic=True), env, args.episodes, frames=frames,
-                          criterion=success_criterion(cfg.env, env), recorder=recorder)
+        result = evaluate(act, env, args.episodes, frames=frames, criterion=success_criterion(env_config, env),
+                          reset=reset, recorder=recorder)
     finally:
         if recorder is not None:
             recorder.close()
             print(f"recording: {args.record} ({recorder.episode} episodes)")
-    print(f"{cfg.env.task} ({cfg.env.obs}): {result.summary()}")
+    print(f"{env_config.task} ({env_config.obs}): {result.summary()}")
     if args.video and frames:
         import imageio.v2 as imageio
 

@@ -239,3 +239,9 @@ def load_bc_policy(path: Path) -> ChunkedPolicy:
                            tuple(state["hidden_dims"]), encoder)
     network.load_state_dict(state["network"])
     return ChunkedPolicy(network, state["execution"], float(state["ensemble_decay"]))
+
+
+def bc_run_env(path: Path) -> EnvConfig:
+    """The env a BC run folder's policy was trained for (its ``config.json``), to evaluate it on."""
+    run = RunDir(Path(path))
+    return from_jsonable(EnvConfig, run.read_config().get("env", {}), where=f"{run.path / 'config.json'} env")

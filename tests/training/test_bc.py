@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from robot_rl.agents.config import SACConfig
+from robot_rl.cli import main
 from robot_rl.data.episode import Episode
 from robot_rl.envs.contract import BASE_ACTION
 from robot_rl.training.base_policy import base_of
@@ -85,7 +86,7 @@ def test_chunk_targets_mask_steps_past_the_episode_end():
     assert mask.tolist() == [[True, True], [True, True], [True, False]]
 
 
-def test_bc_learns_reach_from_a_few_demos_and_its_run_is_a_base_policy(tmp_path: Path):
+def test_bc_learns_reach_from_a_few_demos_and_its_run_is_a_base_policy(tmp_path: Path, capsys):
     env = make_env_from_config(EnvConfig(task="reach"))
     record_scripted_demos(env, "reach", 15, tmp_path / "demos", noise_std=0.1, seed=0)
     config = BCConfig(demos=tmp_path / "demos", env=EnvConfig(task="reach"), chunk=2, steps=1000,
@@ -101,6 +102,10 @@ def test_bc_learns_reach_from_a_few_demos_and_its_run_is_a_base_policy(tmp_path:
     obs, _ = based.reset(seed=3)
     plain = {k: v for k, v in obs.items() if k != BASE_ACTION}
     np.testing.assert_array_equal(obs[BASE_ACTION], np.clip(policy(plain), -1, 1))  # same execution state
+
+    capsys.readouterr()
+    assert main(["eval", str(run.path), "--episodes", "10"]) == 0  # the same held-out episodes, the same success
+    assert f"reach (state): {result.summary()}" in capsys.readouterr().out
 
 
 def test_bc_refuses_demos_of_another_task_before_claiming_a_run_folder(tmp_path: Path):
