@@ -102,6 +102,25 @@ def threshold_row(seed: int, run_dir: Path, eval_episodes: int, started: float, 
             "wall_s": round(time.time() - started)}
 
 
+def final_evaluation(run_dir: Path, episodes: int) -> dict:
+    """A run's final policy (or a ``train-bc`` run's) on ``episodes`` held-out evaluation seeds, as ``robot-rl
+    eval`` runs it: success with its 95% interval (more episodes than the curve's evaluations, to compare
+    against a base with a tight bound)."""
+    from robot_rl.training.env_factory import make_env_from_config, success_criterion
+    from robot_rl.training.evaluate import evaluate
+    from robot_rl.training.loop import deterministic_policy_of
+
+    act, reset, env_config = deterministic_policy_of(run_dir)
+    env = make_env_from_config(env_config)
+    try:
+        result = evaluate(act, env, episodes, criterion=success_criterion(env_config, env), reset=reset)
+    finally:
+        env.close()
+    assert result.success_rate is not None and result.ci95 is not None
+    return {"episodes": episodes, "success": result.success_rate, "ci_low": result.ci95[0],
+            "ci_high": result.ci95[1]}
+
+
 def print_threshold_table(results: dict[str, list[dict]], budget: int, base: bool = False) -> None:
     """A markdown table of ``threshold_row`` rows per method (with each seed's base success if ``base``)."""
     never = f">{budget}"

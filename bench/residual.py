@@ -12,7 +12,8 @@ method with those same demos in its demo buffer and the same budget, recipe and 
 BC_RUN``; ``rlpd`` the CPU quick-start preset ``robot-rl train`` uses; ``jsrl`` that preset with the BC
 policy as a jump-start guide (``--guide.policy BC_RUN``). Results go to
 ``bench/results/residual/`` with date, commit and CPU; the table reports steps to 80% and 90%, the final
-success and its lower 95% bound against the base's success + 30 points.
+success and its lower 95% bound against the base's success + 30 points; ``--final-episodes N`` also evaluates
+the base and every run's final policy on N held-out episodes, for a tighter bound.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from _recipe import (
     add_recipe_args,
+    final_evaluation,
     print_threshold_table,
     recipe_config,
     results_name,
@@ -70,16 +72,20 @@ def main() -> None:
     parser.add_argument("--exploration-std", type=float, default=None,
                         help="residual's fixed exploration std (in units of its bound; no entropy term)")
     parser.add_argument("--guide-schedule", default="curriculum", choices=["curriculum", "random"])
+    parser.add_argument("--final-episodes", type=int, default=0,
+                        help="also evaluate the base and each run's final policy on this many held-out episodes")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_residual"))
     args = parser.parse_args()
 
     stamp = run_stamp()
     results: dict[str, list[dict]] = {}
-    bases = {}
+    bases, base_final = {}, {}
     for seed in args.seeds:
         folder = args.out / f"{stamp}-{args.task}-s{seed}"
         demos, bc, base_success = weak_base(args, seed, folder)
         bases[seed] = base_success
+        if args.final_episodes:
+            base_final[seed] = final_evaluation(bc, args.final_episodes)
         print(f"seed {seed}: base (BC on {args.base_demos} demos) {base_success:.0%}", flush=True)
         for method in args.methods:
             cfg = recipe_config(args, seed, demos=demos, run_dir=folder / method)
@@ -96,11 +102,14 @@ def main() -> None:
             start = time.time()
             Trainer(cfg).run()
             row = threshold_row(seed, cfg.run_dir, args.eval_episodes, start, base_success=base_success)
+            if args.final_episodes:
+                row["final_evaluation"] = final_evaluation(cfg.run_dir, args.final_episodes)
             results.setdefault(method, []).append(row)
             print(method, json.dumps(row), flush=True)
 
     saved = write_results("residual", results_name(stamp, args, "state", *args.methods),
-                          vars(args) | {"results": results, "base_success": bases})
+                          vars(args) | {"results": results, "base_success": bases,
+                                         "base_final_evaluation": base_final})
     print(f"results: {saved}")
     print_threshold_table(results, args.budget, base=True)
 

@@ -197,17 +197,11 @@ def run_actor_command(config) -> int:
 
 
 def _eval(args: EvalArgs) -> int:
-    from robot_rl.training.bc import bc_run_env, is_bc_run, load_bc_policy
     from robot_rl.training.env_factory import make_env_from_config, success_criterion
     from robot_rl.training.evaluate import evaluate
-    from robot_rl.training.loop import load_policy
+    from robot_rl.training.loop import deterministic_policy_of
 
-    if is_bc_run(args.run):  # a train-bc run: its chunked policy, reset at every episode start
-        policy = load_bc_policy(args.run)
-        act, reset, env_config = policy, policy.reset, bc_run_env(args.run)
-    else:
-        agent, cfg = load_policy(args.run, args.device)
-        act, reset, env_config = (lambda o: agent.act(o, deterministic=True)), None, cfg.env
+    act, reset, env_config = deterministic_policy_of(args.run, args.device)
     env = make_env_from_config(env_config, render_mode="rgb_array" if args.video else None)
     frames: list | None = [] if args.video else None
     recorder = None

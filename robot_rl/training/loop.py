@@ -26,7 +26,7 @@ from robot_rl.training.core import (
     resumed_config,
     start_process,
 )
-from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config, success_criterion
+from robot_rl.training.env_factory import EnvConfig, is_robot_rl_task, make_env_from_config, success_criterion
 from robot_rl.training.evaluate import TRAIN_SEED_BASE, EvalResult
 from robot_rl.training.hil import (
     check_rlif_has_device,
@@ -239,6 +239,20 @@ def load_agent(run_or_checkpoint: Path, device: str = "cpu") -> tuple[SACAgent, 
     except (KeyError, RuntimeError, ValueError) as err:
         raise ValueError(f"{ckpt}: does not fit the agent of {ckpt.parent.parent}/config.json ({err})") from err
     return agent, cfg
+
+
+def deterministic_policy_of(run_or_checkpoint: Path, device: str = "cpu") -> tuple[
+        Callable[[dict[str, np.ndarray]], np.ndarray], Callable[[], None] | None, EnvConfig]:
+    """How a run acts when evaluated: (act, a reset for every episode start or None, the env config it was
+    trained for). A ``train-bc`` run acts through its chunked policy; any other run through its agent's
+    deterministic action."""
+    from robot_rl.training.bc import bc_run_env, is_bc_run, load_bc_policy
+
+    if is_bc_run(run_or_checkpoint):
+        chunked = load_bc_policy(run_or_checkpoint)
+        return chunked, chunked.reset, bc_run_env(run_or_checkpoint)
+    policy, cfg = load_policy(run_or_checkpoint, device)
+    return (lambda obs: policy.act(obs, deterministic=True)), None, cfg.env
 
 
 def load_policy(run_or_checkpoint: Path, device: str = "cpu") -> tuple[ActingPolicy, TrainConfig]:
