@@ -55,8 +55,9 @@ def main() -> None:
                    "episodes": args.eval_episodes, "wall_s": round(time.time() - started)}
             results.setdefault(obs, []).append(row)
             print(obs, row, flush=True)
-    path = write_results("bc", results_name(stamp, args, *args.obs),
-                         {k: v for k, v in vars(args).items() if k != "out"} | {"results": results})
+            # after every run, so a benchmark stopped part-way keeps the runs it finished
+            path = write_results("bc", results_name(stamp, args, *args.obs),
+                                 {k: v for k, v in vars(args).items() if k != "out"} | {"results": results})
     print(f"results: {path}")
 
 

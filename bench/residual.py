@@ -106,10 +106,10 @@ def main() -> None:
                 row["final_evaluation"] = final_evaluation(cfg.run_dir, args.final_episodes)
             results.setdefault(method, []).append(row)
             print(method, json.dumps(row), flush=True)
-
-    saved = write_results("residual", results_name(stamp, args, "state", *args.methods),
-                          vars(args) | {"results": results, "base_success": bases,
-                                         "base_final_evaluation": base_final})
+            # after every run, so a benchmark stopped part-way keeps the runs it finished
+            saved = write_results("residual", results_name(stamp, args, "state", *args.methods),
+                                  vars(args) | {"results": results, "base_success": bases,
+                                                "base_final_evaluation": base_final})
     print(f"results: {saved}")
     print_threshold_table(results, args.budget, base=True)
 
