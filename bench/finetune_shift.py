@@ -75,11 +75,12 @@ def main() -> None:
             cfg = recipe_config(args, seed, run_dir=run, randomization=SHIFTED,
                                 init_from=pretrained if method == "finetune" else None,
                                 demo_policy=str(pretrained) if args.demos_from == "pretrained" else None)
+            default_warmup = PRESETS["residual"].critic_warmup_updates if method == "residual" else 0
             agent = dataclasses.replace(cfg.agent, actor_lr=args.actor_lr or cfg.agent.actor_lr,
-                                        critic_warmup_updates=args.critic_warmup or 0)
+                                        critic_warmup_updates=default_warmup if args.critic_warmup is None
+                                        else args.critic_warmup)
             if method == "residual":
-                agent = dataclasses.replace(agent, residual_scale=args.residual_scale, critic_warmup_updates=(
-                    PRESETS["residual"].critic_warmup_updates if args.critic_warmup is None else args.critic_warmup))
+                agent = dataclasses.replace(agent, residual_scale=args.residual_scale)
                 cfg = dataclasses.replace(cfg, preset="residual",
                                           env=dataclasses.replace(cfg.env, base_policy=str(pretrained)))
             cfg = dataclasses.replace(cfg, agent=agent)
