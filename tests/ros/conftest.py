@@ -55,6 +55,7 @@ def ros_session(key: str, log_dir: Path, namespace: str = "") -> Iterator[tuple[
         probe = Probe(domain, namespace)
         try:
             yield procs, probe
+            probe.check()
         finally:
             probe.close()
             procs.stop_all()

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import signal
@@ -126,12 +125,28 @@ class Probe:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.lock = threading.Lock()
+        self.error: BaseException | None = None
+        self._closing = False
         self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
 
     def _spin(self) -> None:
-        with contextlib.suppress(ExternalShutdownException, Exception):  # shutdown races end the thread
+        """Spin until closed. A callback that raises ends the spin (and with it every subscription, timer and
+        service reply of the test's node): keep the error so that the next call, and the session's teardown,
+        report it instead of timing out without a cause."""
+        try:
             self.executor.spin()
+        except ExternalShutdownException:
+            pass
+        except Exception as err:
+            if not self._closing:  # errors while closing are shutdown races
+                self.error = err
+
+    def check(self) -> None:
+        """Raise if the probe's executor died on a callback error."""
+        if self.error is not None:
+            raise AssertionError(f"the test probe's executor died: {type(self.error).__name__}: {self.error}") \
+                from self.error
 
     def collect(
         self, msg_type: type, topic: str, qos: Any, wait_matched_s: float = 0.0
@@ -146,13 +161,20 @@ class Probe:
         return out
 
     def call(self, srv_type: type, name: str, timeout_s: float = 10.0, request: Any = None) -> Any:
+        self.check()
         client = self.node.create_client(srv_type, name)
-        assert client.wait_for_service(timeout_sec=timeout_s), f"service {name} not available"
-        result = client.call(request if request is not None else srv_type.Request(), timeout_sec=timeout_s)
-        assert result is not None, f"service {name} timed out"
-        return result
+        try:
+            assert client.wait_for_service(timeout_sec=timeout_s), f"service {name} not available"
+            try:
+                return client.call(request if request is not None else srv_type.Request(), timeout_sec=timeout_s)
+            except TimeoutError:
+                self.check()  # a reply the dead executor never took in
+                raise AssertionError(f"service {name}: no reply within {timeout_s} s") from None
+        finally:
+            self.node.destroy_client(client)
 
     def close(self) -> None:
+        self._closing = True
         self.executor.shutdown(timeout_sec=1.0)
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
@@ -197,6 +219,7 @@ class FakeDriver:
         node = probe.node
         self.node, self.ns = node, namespace.rstrip("/")
         self.target: tuple | None = None
+        self._lock = threading.Lock()  # the test's thread places the arm while the executor's thread moves it
         self._position = np.array([0.5, 0.0, 0.3])
         self.rotation = np.diag([1.0, -1.0, -1.0])
         self.joints = joints
@@ -224,7 +247,8 @@ class FakeDriver:
     @position.setter
     def position(self, value) -> None:
         """Placing the arm by hand (a test's reset, a garbage reading) ends the pursuit of the last target."""
-        self._position, self.target = value, None
+        with self._lock:
+            self._position, self.target = value, None
 
     def _track_target(self) -> None:
         """Move toward the last target at a real controller's bounded speed: an arm never teleports, and a
@@ -245,7 +269,8 @@ class FakeDriver:
         self.rotation = self.rotation @ self.from_rotvec(step)
 
     def publish(self) -> None:
-        self._track_target()
+        with self._lock:
+            self._track_target()
         if not self.publishing:
             return
         stamp = self.node.get_clock().now().to_msg()
