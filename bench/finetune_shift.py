@@ -1,15 +1,16 @@
 """Keep learning from a pretrained agent where the world differs: fine-tuning under a held-out dynamics shift
 against learning from scratch under it.
 
-    python bench/finetune_shift.py --task pick_cube --seeds 0 --shift "action latency 3 steps" --budget 10000
+    python bench/finetune_shift.py --task pick_cube --seeds 0 --shift "joint damping x5" --demos 0 --anchor-weight 0.1
 
 Per seed: the agent pretrained on the batched simulator without randomisation (``bench/robustness.py``'s
-nominal run, reused from ``--out`` when it is there), its deterministic success under the shift, then two
+nominal run, reused from ``--out`` when it is there), its deterministic success under the shift, then
 single-env runs in the shifted CPU env with the same recipe, demos and evaluation: ``finetune`` starts from the
 pretrained agent (``robot-rl train --init-from RUN``: networks, targets, temperature and optimisers; an empty
-replay), ``residual`` keeps it frozen as the base of a bounded residual (``--preset residual --base-policy RUN``),
-``scratch`` starts from nothing. The shift is one of ``robustness.SHIFTS`` (the scripted demos are recorded
-under it too). Results go to ``bench/results/finetune_shift/``.
+replay; ``--anchor-weight`` holds its actor near the pretrained one), ``residual`` keeps it frozen as the base
+of a bounded residual (``--preset residual --base-policy RUN``), ``scratch`` starts from nothing. The shift is
+one of ``robustness.SHIFTS`` (the scripted demos are recorded under it too). Results go to
+``bench/results/finetune_shift/``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def main() -> None:
     shifts = {name: shift for group in SHIFTS.values() for name, shift in group.items() if name != "nominal"}
     parser.add_argument("--shift", choices=sorted(shifts), default="action latency 3 steps")
     parser.add_argument("--pretrain-budget", type=int, default=30_000)
+    parser.add_argument("--pretrain-demos", type=int, default=10,
+                        help="scripted demos of the nominal pretraining (--demos are the fine-tuning's)")
     parser.add_argument("--worlds", type=int, default=16)
     parser.add_argument("--updates-per-step", type=int, default=2)
     parser.add_argument("--parallel-batch", type=int, default=512)
@@ -55,6 +58,8 @@ def main() -> None:
                              "residual)")
     parser.add_argument("--residual-scale", type=float, default=PRESETS["residual"].residual_scale)
     parser.add_argument("--actor-lr", type=float, default=None, help="actor learning rate (default: the recipe's)")
+    parser.add_argument("--anchor-weight", type=float, default=0.0,
+                        help="finetune: hold the actor near the pretrained policy (--agent.anchor-weight)")
     parser.add_argument("--demos-from", choices=["expert", "pretrained"], default="expert",
                         help="who records the --demos episodes under the shift: the task's scripted expert, or "
                              "the pretrained agent itself (its successful episodes; needs no expert)")
@@ -65,7 +70,10 @@ def main() -> None:
     results: dict[str, list[dict]] = {}
     pretrained_success = {}
     for seed in args.seeds:
-        pretrain = argparse.Namespace(**{**vars(args), "budget": args.pretrain_budget, "reuse": True})
+        # Pretraining has its own budget and demos, and the recipe's own UTD and start, whatever fine-tuning uses.
+        pretrain = argparse.Namespace(**{**vars(args), "budget": args.pretrain_budget, "demos": args.pretrain_demos,
+                                         "utd": parser.get_default("utd"), "reuse": True,
+                                         "learning_starts": parser.get_default("learning_starts")})
         pretrained = train(pretrain, seed, "none")
         pretrained_success[seed] = success_under(pretrained, args.task, shifts[args.shift], args.episodes)
         print(f"seed {seed}: pretrained agent {pretrained}, {pretrained_success[seed]:.0%} under {args.shift!r}",
@@ -77,6 +85,7 @@ def main() -> None:
                                 demo_policy=str(pretrained) if args.demos_from == "pretrained" else None)
             default_warmup = PRESETS["residual"].critic_warmup_updates if method == "residual" else 0
             agent = dataclasses.replace(cfg.agent, actor_lr=args.actor_lr or cfg.agent.actor_lr,
+                                        anchor_weight=args.anchor_weight if method == "finetune" else 0.0,
                                         critic_warmup_updates=default_warmup if args.critic_warmup is None
                                         else args.critic_warmup)
             if method == "residual":

@@ -120,6 +120,12 @@ class SACConfig:
     critic_warmup_updates: int = 0
     """Critic updates before the first actor update: with a residual, the critic first learns the values of
     the base policy's behaviour, so the first actor steps follow a critic that knows the base."""
+    anchor_weight: float = 0.0
+    """Fine-tuning (``--init-from``): a penalty on the actor's deterministic action for leaving that of the
+    policy the run started from, ``anchor_weight * mean|Q| * |mu(s) - mu_0(s)|^2`` on every actor step (scaled
+    by the critics' magnitude as in TD3+BC, so the weight does not depend on the reward's scale). Without it
+    the actor follows the errors of critics fitted to a small new replay and a working policy falls apart
+    within a thousand steps (docs/benchmarks.md). 0: off."""
 
     # --- observations ---------------------------------------------------------------------------------------
     normalize_observations: bool = True
@@ -179,6 +185,8 @@ class SACConfig:
             raise bad("precision", "must be 'float32' or 'bfloat16'")
         if self.utd_ratio < 1:
             raise bad("utd_ratio", "must be >= 1")
+        if not (math.isfinite(self.anchor_weight) and self.anchor_weight >= 0):
+            raise bad("anchor_weight", "must be a finite number >= 0")
         if not (math.isfinite(self.init_temperature) and self.init_temperature > 0):
             raise bad("init_temperature", "must be a finite number > 0")
         for name in ("td_target_min", "td_target_max"):

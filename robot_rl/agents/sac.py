@@ -129,6 +129,9 @@ class SACAgent:
         self.target_gripper_q = copy.deepcopy(self.gripper_q)
         if self.target_gripper_q is not None:
             self.target_gripper_q.requires_grad_(False)
+        self.anchor: nn.Module | None = (copy.deepcopy(self.actor).requires_grad_(False)
+                                         if c.anchor_weight > 0 else None)
+        """The actor the fine-tuning penalty holds this one near (``anchor_weight``): set by ``anchor_here``."""
         for module in self._modules().values():
             module.to(self.device)
         self.temperature = Temperature(c.init_temperature).to(self.device)
@@ -179,6 +182,7 @@ class SACAgent:
             "target_critic": self.target_critic,
             "gripper_q": self.gripper_q,
             "target_gripper_q": self.target_gripper_q,
+            "anchor": self.anchor,
         }
         return {name: m for name, m in mods.items() if m is not None}
 
@@ -353,6 +357,12 @@ class SACAgent:
         q = (out if self.atoms is None else expected(out, self.atoms)).mean(0)
         loss = (self.alpha * log_prob - q).mean()
         metrics = {"actor_loss": loss, "entropy": -log_prob.detach().mean(), "log_prob": log_prob}
+        if self.anchor is not None:
+            with torch.no_grad():
+                anchored = self.anchor.deterministic(features)
+            distance = (self.actor.deterministic(features.detach()) - anchored).square().sum(-1).mean()
+            loss = loss + self.config.anchor_weight * q.detach().abs().mean() * distance
+            metrics["anchor_distance"] = distance.detach()
         if self.policy.residual_scale is not None:  # how much of its bound the correction uses, in [0, 1]
             correction = (action.detach() - self.policy.base_action(batch.obs)).abs()
             metrics["residual_of_bound"] = (correction / self.policy.residual_bound.clamp_min(1e-12)).mean()
@@ -495,8 +505,17 @@ class SACAgent:
             "counters": {"critic_updates": self.num_critic_updates, "actor_updates": self.num_actor_updates},
         }
 
+    def anchor_here(self) -> None:
+        """Make the current actor the one ``anchor_weight`` holds the actor near (a run that starts from
+        another's agent: ``--init-from``)."""
+        if self.anchor is not None:
+            self.anchor.load_state_dict(self.actor.state_dict())
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, module in self._modules().items():
+            if name == "anchor" and name not in state["modules"]:  # saved without one: anchor at its actor
+                module.load_state_dict(state["modules"]["actor"])
+                continue
             module.load_state_dict(state["modules"][name])
         rates = {"critic": self.config.critic_lr, "actor": self.config.actor_lr,
                  "temperature": self.config.temperature_lr, "gripper": self.config.gripper_lr}

@@ -171,6 +171,9 @@ class TrainConfig:
             self._check_parallel()
         if self.init_from is not None and not Path(self.init_from).exists():
             raise ValueError(f"TrainConfig.init_from: no such run folder or checkpoint {self.init_from}")
+        if self.agent.anchor_weight > 0 and self.init_from is None and self.resume is None:
+            raise ValueError(f"--agent.anchor-weight {self.agent.anchor_weight} holds the actor near the policy a "
+                             "run starts from: give that run with --init-from RUN (or set it to 0)")
         if self.record_episodes and self.actors > 0:
             raise ValueError(f"TrainConfig.record_episodes records the single-process loop; drop --actors "
                              f"{self.actors}, or record the policy with `robot-rl eval RUN --record DIR`")

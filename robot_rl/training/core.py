@@ -160,6 +160,7 @@ class LearnerCore:
                 f"of {list(self.train.agent.hidden_dims)}); give the same agent settings ({err})") from err
         # A new run: its update counters start at 0, so its critic warm-up (and compile note) apply to it.
         self.agent.num_critic_updates = self.agent.num_actor_updates = 0
+        self.agent.anchor_here()
         self.say(f"agent initialised from {ckpt} (trained {int(state['env_steps'])} env steps there); this run's "
                  "replay and counters start empty")
 

@@ -289,3 +289,34 @@ def test_bfloat16_on_a_cpu_without_native_support_warns(monkeypatch, recwarn, na
     assert len(slow) == (0 if native else 1)
     if slow:
         assert "AVX512-BF16" in str(slow[0].message) and "precision='float32'" in str(slow[0].message)
+
+
+def test_anchor_holds_the_actor_near_the_policy_it_started_from() -> None:
+    """Fine-tuning's anchor: the same actor steps move the deterministic action away from where it started, far
+    less with the anchor; it is checkpointed, and a checkpoint saved without one anchors at its own actor."""
+    space, batch = state_space(5), make_batch(state_space(5), 3, batch=64, seed=3)
+
+    def drift(weight: float) -> tuple[float, SACAgent]:
+        agent = SACAgent(dataclasses.replace(SMALL, anchor_weight=weight, compile="off"), space, action_space(3))
+        agent.anchor_here()
+        features = agent.encode(agent.prepare_batch(batch).obs).detach()
+        start = agent.actor.deterministic(features).detach()
+        for _ in range(40):
+            metrics = agent.update_actor(agent.prepare_batch(batch))
+        assert ("anchor_distance" in metrics) == (weight > 0)
+        return float((agent.actor.deterministic(features).detach() - start).square().sum(-1).mean()), agent
+
+    free, _ = drift(0.0)
+    held, anchored = drift(50.0)
+    assert free > 1e-3 and held < 0.25 * free, (free, held)
+
+    restored = SACAgent(dataclasses.replace(SMALL, anchor_weight=1.0), space, action_space(3), seed=9)
+    restored.load_state_dict(anchored.state_dict())
+    for key, value in anchored.anchor.state_dict().items():
+        assert torch.equal(restored.anchor.state_dict()[key], value), key
+    plain = SACAgent(SMALL, space, action_space(3), seed=5)
+    restored.load_state_dict(plain.state_dict())  # no anchor in it: the loaded actor becomes the anchor
+    for key, value in plain.actor.state_dict().items():
+        assert torch.equal(restored.anchor.state_dict()[key], value), key
+    with pytest.raises(ValueError, match="anchor_weight must be a finite number >= 0"):
+        dataclasses.replace(SMALL, anchor_weight=-1.0)

@@ -126,3 +126,11 @@ def test_init_from_carries_the_whole_agent_and_nothing_else(tmp_path: Path) -> N
     with pytest.raises(ValueError, match=r"--init-from .*sim: its agent \(task 'reach', obs 'state', 2 critics of "
                                          r"\[32, 32\]\) does not fit this run's .*\[64, 64\]"):
         Trainer(wider)
+
+    anchor = SACConfig(num_critics=2, hidden_dims=(32, 32), utd_ratio=2, anchor_weight=0.5)
+    anchored = Trainer(TrainConfig(**{**single.__dict__, "run_dir": tmp_path / "anchored", "agent": anchor}))
+    for key, value in theirs["modules"]["actor"].items():  # held near the policy it starts from
+        assert torch.equal(anchored.agent.anchor.state_dict()[key], value), key
+    with pytest.raises(ValueError, match=r"--agent\.anchor-weight 0\.5 holds the actor near the policy a run "
+                                         r"starts from: give that run with --init-from RUN"):
+        TrainConfig(**{**single.__dict__, "init_from": None, "agent": anchor})
