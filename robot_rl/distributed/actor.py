@@ -206,9 +206,12 @@ class Actor:
         return summary
 
     def _start_episode(self, policy: PolicyHolder) -> None:
-        """A new episode: on the curriculum the guide's h is the learner's, sent with the weights in use."""
+        """A new episode: on the curriculum the guide's h is the learner's, sent with the weights in use. Newer
+        weights are taken first, so that the episode's h is the one that came with its first step's weights
+        (what the learner reads it from)."""
         if self.jump_start is None:
             return
+        policy.maybe_swap()
         if self.jump_start.config.schedule == "curriculum" and policy.guide_h is not None:
             self.jump_start.h = policy.guide_h
         self.jump_start.start_episode()

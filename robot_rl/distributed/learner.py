@@ -80,10 +80,15 @@ class Learner(LearnerCore):
         space, action_space = self.env.observation_space, self.env.action_space
         action_dim = action_space.shape[0]
         super().__init__(t, self.env, RunDir(path), say=log.info)
-        if t.guide.policy is not None and t.guide.schedule == "curriculum" and self.eval_env is None:
-            raise ValueError(f"--train.guide.policy {t.guide.policy!r} on the curriculum moves h on this learner's "
-                             "evaluations; evaluate (--evaluate) or use --train.guide.schedule random")
         self.start_guide(self.env, None)  # the actors step with the guide; this process keeps h
+        self._judge_episodes = self.jump_start is not None and t.guide.schedule == "curriculum" \
+            and self.eval_env is None
+        """The curriculum moves on the actors' training episodes: this learner does not evaluate (a real arm)."""
+        self._h_of_version: dict[int, int] = {}
+        """The guide's h published with each weights version (an episode starts at its first step's version's)."""
+        if self._judge_episodes:
+            log.info("jump-start curriculum without evaluations: h moves on every %d training episodes that "
+                     "started at the current h", t.eval_episodes)
         self._replay_lock = threading.Lock()
         self.weights_version = 0
         self._published_updates = -1
@@ -172,6 +177,8 @@ class Learner(LearnerCore):
                     "interventions": float(np.sum(flags)),
                     "intervention_rate": float(np.mean(flags)) if len(flags) else 0.0,
                     "policy_lag": lag,
+                    **({"guide_h": float(h)} if (h := self._h_of_version.get(int(done.policy_versions[0])))
+                       is not None else {}),
                 },
             )
         )
@@ -221,6 +228,8 @@ class Learner(LearnerCore):
         doc = json.dumps({"version": self.weights_version}).encode()
         atomic_write(self.run_dir.path / VERSION_FILE, doc)
         guide_h = None if self.jump_start is None else self.jump_start.h
+        if guide_h is not None:
+            self._h_of_version[self.weights_version] = guide_h
         self.server.publish(self.weights_version, self.updates, dump_weights(self.agent.policy, guide_h))
         self._published_updates = self.updates
 
@@ -322,9 +331,19 @@ class Learner(LearnerCore):
 
     # --------------------------------------------------------------------------------------- reporting
     def _log_events(self) -> None:
+        """Main thread: log the episodes the ingest threads finished; without evaluations they also move the
+        jump-start curriculum (the actors' next episodes start at a new h with the next weights)."""
         while self._events:
             step, values = self._events.popleft()
             self.run_dir.log("episode", step, values)
+            if self._judge_episodes and "guide_h" in values and self.jump_start is not None:
+                h = self.jump_start.h
+                if self.jump_start.after_episode(int(values["guide_h"]), values["success"], values["length"]):
+                    log.info("[%d transitions] %d training episodes guided for %d steps were as good as the best "
+                             "so far: h -> %d", step, self.train.eval_episodes, h, self.jump_start.h)
+                    self.run_dir.log("guide", step, {"h": float(self.jump_start.h)})
+                    if not self._stop.is_set():
+                        self._publish()
 
     def _log_link(self, rate: float | None) -> None:
         """Link and buffer numbers; ``rate`` (transitions/s since the last row) is None for the final row."""

@@ -68,9 +68,10 @@ class PolicyActorConfig:
     """learner=remote with jump-start RL (the learner's ``--train.guide.policy``): the guide, loaded on this PC,
     takes the first h steps of each episode before the learner's policy (a ``train-bc`` run folder, a TorchScript
     file or ``module:attr``)."""
-    guide_schedule: Literal["curriculum", "random"] = "random"
-    """How h moves: ``random`` draws it per episode here; ``curriculum`` takes it from the learner with the
-    weights (its learner must evaluate, which a real arm's cannot)."""
+    guide_schedule: Literal["curriculum", "random"] = "curriculum"
+    """How h moves, as the learner's ``--train.guide.schedule`` says: ``curriculum`` takes it from the learner
+    with the weights (a learner that cannot evaluate a real arm moves it on the training episodes);
+    ``random`` draws it per episode here."""
     intervention_mode: InterventionMode = "hil"
     """learner=remote: ``hil`` (interventions also fill the learner's demo buffer) or ``rlif`` (the only
     reward is -1 on the policy step before each takeover); must match the learner's

@@ -246,7 +246,7 @@ class LearnerCore:
         guide = None if train_env is None else load_base_policy(g.policy, train_env, g.noise, g.policy_sha256,
                                                                 seed=cfg.seed)
         self.eval_guide = load_base_policy(g.policy, eval_env, g.noise, g.policy_sha256, seed=cfg.seed + 1)
-        self.jump_start = JumpStart(guide, g, horizon, cfg.seed)
+        self.jump_start = JumpStart(guide, g, horizon, cfg.seed, episodes_per_judgement=cfg.eval_episodes)
         self.say(f"jump-start guide {g.policy!r}: {g.schedule} h over {horizon} steps per episode")
 
     def advance_guide(self, eval_env: gym.Env) -> bool:

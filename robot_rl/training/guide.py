@@ -4,7 +4,8 @@ to the learner; as the learner improves, h shrinks, so the learner starts from e
 ``curriculum``: h starts at the episode horizon and drops by horizon / ``stages`` (and at least to the combined
 episodes' mean length) each time an evaluation of the combined policy (guide for h steps, then the learner,
 both deterministic) is as good as the best combined evaluation so far, within ``tolerance``: the learner has
-caught up with the states the guide used to carry it through.
+caught up with the states the guide used to carry it through. A learner that cannot evaluate (a real arm's)
+judges the training episodes that started at the current h instead, as many as an evaluation has.
 ``random``: h is drawn uniformly from [0, horizon] for every episode (JSRL-random), no evaluation needed.
 The run's reported evaluation is always of the learned policy alone. The guide is a base policy of any kind
 (``robot_rl.training.base_policy``).
@@ -78,15 +79,20 @@ def guide_horizon(config: GuideConfig, env: gym.Env, env_name: str) -> int:
 class JumpStart:
     """Which steps of an episode the guide takes, and how that moves (see the module docstring)."""
 
-    def __init__(self, guide: BasePolicy | None, config: GuideConfig, horizon: int, seed: int = 0) -> None:
+    def __init__(self, guide: BasePolicy | None, config: GuideConfig, horizon: int, seed: int = 0,
+                 episodes_per_judgement: int = 20) -> None:
         """``guide``: the guide acting in this process's training env (None where no training env is stepped:
-        a learner fed by actor processes keeps the schedule only)."""
+        a learner fed by actor processes keeps the schedule only). ``episodes_per_judgement``: training
+        episodes at one h that stand in for an evaluation (``after_episode``)."""
         self.guide, self.config, self.horizon = guide, config, horizon
         self.step_size = max(1, math.ceil(horizon / config.stages))
         self.h = horizon  # curriculum: the current stage's h
         self.best: float | None = None
         self.rng = np.random.default_rng(seed)
         self.episode_h = self.h
+        self.episodes_per_judgement = episodes_per_judgement
+        self.outcomes: list[tuple[float, float]] = []
+        """(success, length) of the training episodes at the current h not yet judged (``after_episode``)."""
 
     def start_episode(self) -> int:
         """A new training episode: reset the guide and fix this episode's h (returned)."""
@@ -115,6 +121,20 @@ class JumpStart:
         self.h = max(0, lower)
         return True
 
+    def after_episode(self, h: int, success: float, length: float) -> bool:
+        """Curriculum without evaluations: a training episode that started at ``h`` ended. Once
+        ``episodes_per_judgement`` episodes at the current h are in, their mean success and length move h as
+        an evaluation's would (``after_evaluation``); True when h dropped. Episodes at another h (started
+        before the last drop reached their actor) do not count."""
+        if self.config.schedule != "curriculum" or self.h == 0 or h != self.h:
+            return False
+        self.outcomes.append((float(success), float(length)))
+        if len(self.outcomes) < self.episodes_per_judgement:
+            return False
+        success_rate, mean_length = np.mean(self.outcomes, axis=0)
+        self.outcomes = []
+        return self.after_evaluation(float(success_rate), float(mean_length))
+
     def combined(self, guide: BasePolicy, act: Callable[[dict[str, np.ndarray]], np.ndarray]
                  ) -> tuple[Callable[[dict[str, np.ndarray]], np.ndarray], Callable[[], None]]:
         """(policy, reset) of the combined policy at the current h: ``guide`` (an instance for the evaluation
@@ -134,8 +154,9 @@ class JumpStart:
         return policy, reset
 
     def state_dict(self) -> dict[str, object]:
-        return {"h": self.h, "best": self.best, "rng": self.rng.bit_generator.state}
+        return {"h": self.h, "best": self.best, "rng": self.rng.bit_generator.state, "outcomes": list(self.outcomes)}
 
     def load_state_dict(self, state: dict[str, object]) -> None:
         self.h, self.best = int(state["h"]), state["best"]  # type: ignore[call-overload]
         self.rng.bit_generator.state = state["rng"]
+        self.outcomes = [tuple(o) for o in state.get("outcomes", [])]  # type: ignore[attr-defined, misc]

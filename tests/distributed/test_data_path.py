@@ -135,3 +135,39 @@ def test_two_actors_interleaved_give_one_process_transitions(tmp_path: Path) -> 
     assert transitions(learner.replay) == transitions(online)
     assert transitions(learner.demo_replay) == transitions(demo)
     learner.close()
+
+
+def test_a_learner_without_evaluations_moves_the_curriculum_on_its_actors_episodes(tmp_path: Path) -> None:
+    """A real arm's learner cannot evaluate: the episodes that started at the published h are judged instead
+    (as many as an evaluation has), h drops and goes out with the next weights; an episode that started on
+    older weights (another h) does not count."""
+    from robot_rl.training.guide import GuideConfig
+
+    train = TrainConfig(env=EnvConfig(task="pick_cube"), scripted_demos=0, eval_episodes=2, run_dir=tmp_path / "run",
+                        progress=False, guide=GuideConfig(policy="expert", stages=4))
+    learner = Learner(LearnerConfig(train=train, evaluate=False), token="t" * 16)
+    jump = learner.jump_start
+    assert jump is not None and jump.h == jump.horizon == 80  # pick_cube's time limit
+    learner._publish()  # version 1 carries h = 80
+    episodes = pick_cube_steps()
+    ends = [i for i, s in enumerate(episodes) if s[4] or s[5]]
+    client = ActorClient(LinkConfig(), "actor-0", learner.spec, "t" * 16)
+    learner.ingestor.hello("actor-0", "session", 1)
+
+    def push(episode: int, version: int) -> None:
+        first = 0 if episode == 0 else ends[episode - 1] + 1
+        for i in range(first, ends[episode] + 1):
+            obs, action, reward, next_obs, terminated, truncated, extras = episodes[i]
+            extras = {**extras, "is_success": i == ends[episode]}  # every episode counts as a success
+            client.add(Transition(obs, action, reward, next_obs, terminated, truncated, extras), version)
+        learner.ingestor.push("actor-0", "session", client.take_records(), {})
+        learner._log_events()
+
+    push(0, version=1)
+    assert jump.h == 80 and len(jump.outcomes) == 1
+    push(1, version=1)  # the second at h = 80: judged (2/2 successes) and a stage down
+    assert jump.h < 80 and jump.outcomes == []
+    assert learner.weights_version == 2 and learner._h_of_version[2] == jump.h  # the actors' next h
+    push(2, version=1)  # started on the old weights: not this h's
+    assert jump.outcomes == []
+    learner.close()

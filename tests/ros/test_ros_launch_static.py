@@ -240,12 +240,12 @@ def test_real_arm_launch_residual_runs_the_base_by_the_arm_and_the_learner_over_
     assert "actor.base_policy" not in _nodes(plan("real_arm", hardware="franka_fr3"))["policy_actor"].overrides
 
 
-def test_real_arm_launch_jump_start_runs_the_guide_by_the_arm_on_random_h() -> None:
+def test_real_arm_launch_jump_start_runs_the_guide_by_the_arm_on_the_curriculum() -> None:
     plans = plan("real_arm", hardware="franka_fr3", link="remote", learner="true", guide_policy="bc_run")
     assert _nodes(plans)["policy_actor"].overrides["actor.guide_policy"] == "bc_run"
     cmd = next(p for p in plans if isinstance(p, ProcessPlan)).cmd
     guide = parse(list(cmd[1:])).train.guide
-    assert (guide.policy, guide.schedule) == ("bc_run", "random")  # the learner cannot evaluate a real arm
+    assert (guide.policy, guide.schedule) == ("bc_run", "curriculum")  # moved on the training episodes
 
 
 def test_real_arm_launch_with_reward_classifier() -> None:

@@ -231,10 +231,13 @@ def test_remote_ros_actor_runs_a_jump_start_guide_over_the_arms_own_time_limit(t
     arm = make_contract_env(**kwargs)
     arm.max_episode_steps = 60  # what RosArmEnv states of its episodes (the rest of it needs a running arm)
     link = link_config(PolicyActorConfig(learner="remote", guide_policy=str(guide_file)), kwargs)
-    assert (link.guide.policy, link.guide.schedule) == (str(guide_file), "random")
+    assert (link.guide.policy, link.guide.schedule) == (str(guide_file), "curriculum")
     jump = actor_jump_start(link, arm)
-    assert jump is not None and jump.horizon == 60
-    assert all(0 <= jump.start_episode() <= 60 for _ in range(20))
+    assert jump is not None and jump.horizon == 60 and jump.start_episode() == 60  # until the learner says
+    drawn = link_config(PolicyActorConfig(learner="remote", guide_policy=str(guide_file), guide_schedule="random"),
+                        kwargs)
+    jump = actor_jump_start(drawn, arm)
+    assert jump is not None and all(0 <= jump.start_episode() <= 60 for _ in range(20))
     assert actor_jump_start(link_config(PolicyActorConfig(learner="remote"), kwargs), arm) is None
     with pytest.raises(ValueError, match="guides a learning run"):
         PolicyActorConfig(guide_policy=str(guide_file))

@@ -52,6 +52,22 @@ def test_the_curriculum_drops_h_when_the_combined_policy_is_at_its_best():
     assert short.after_evaluation(0.6, combined_length=36.0) and short.h == 27  # then a stage at a time
 
 
+def test_without_evaluations_the_curriculum_judges_training_episodes_at_the_current_h():
+    jump = JumpStart(None, GuideConfig(policy="x", stages=4), horizon=10, episodes_per_judgement=3)
+    assert not jump.after_episode(10, 1.0, 8) and not jump.after_episode(10, 0.0, 10)
+    assert not jump.after_episode(7, 1.0, 9)  # started at another h: not counted
+    state = jump.state_dict()  # two outcomes waiting survive a checkpoint
+    resumed = JumpStart(None, GuideConfig(policy="x", stages=4), horizon=10, episodes_per_judgement=3)
+    resumed.load_state_dict(state)
+    assert resumed.after_episode(10, 1.0, 9) and resumed.h == 7  # success 2/3 sets the bar; a stage down
+    assert resumed.best == pytest.approx(2 / 3) and resumed.outcomes == []
+    for success in (0.0, 0.0, 1.0):  # 1/3: below the bar, stay
+        resumed.after_episode(7, success, 10)
+    assert resumed.h == 7
+    random = JumpStart(None, GuideConfig(policy="x", schedule="random"), horizon=10, episodes_per_judgement=1)
+    assert not random.after_episode(10, 1.0, 5) and random.h == 10
+
+
 def test_the_combined_policy_hands_over_after_h_steps_and_resets_its_guide():
     jump = JumpStart(CountingGuide(), GuideConfig(policy="x"), horizon=10)
     jump.h = 3

@@ -109,8 +109,8 @@ def learner_argv(address: str, hardware_config: str, cameras: Sequence[str] = ()
     builds the same observation/action spaces from the hardware and camera configs (no ROS, no robot), so the
     handshake matches; ``intervention_mode`` must be the actor's too. Real arms cannot be evaluated on the
     learner's machine: ``--no-evaluate``. ``base_policy``: learn a residual over this base (``--preset
-    residual``); ``guide_policy``: jump-start RL with this guide, h drawn per episode (a learner that cannot
-    evaluate cannot move a curriculum); the actor runs the same file, in both cases."""
+    residual``); ``guide_policy``: jump-start RL with this guide on the curriculum, moved by the training
+    episodes since the learner does not evaluate; the actor runs the same file, in both cases."""
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ValueError(f"learner address must be host:port, got {address!r}")
@@ -119,7 +119,7 @@ def learner_argv(address: str, hardware_config: str, cameras: Sequence[str] = ()
             "--train.env-kwargs", json.dumps(kwargs, sort_keys=True), "--no-evaluate",
             "--train.intervention-mode", intervention_mode,
             *(["--train.preset", "residual", "--train.base-policy", base_policy] if base_policy else []),
-            *(["--train.guide.policy", guide_policy, "--train.guide.schedule", "random"] if guide_policy else []),
+            *(["--train.guide.policy", guide_policy] if guide_policy else []),
             *extra]
 
 
