@@ -291,6 +291,8 @@ class Learner(LearnerCore):
         return self.last_eval
 
     def _update(self) -> None:
+        if not self._updated_in_process and self.config.max_actor_lead > 0:
+            self.server.hold = True  # the first update compiles for seconds: paced actors wait, as for evaluations
         self.update(self._sample)
 
     def update_if_due(self) -> bool:

@@ -171,3 +171,19 @@ def test_a_learner_without_evaluations_moves_the_curriculum_on_its_actors_episod
     push(2, version=1)  # started on the old weights: not this h's
     assert jump.outcomes == []
     learner.close()
+
+
+def test_paced_actors_wait_out_the_learners_first_update(tmp_path: Path) -> None:
+    """The first update in a learner process compiles for tens of seconds; a simulated actor that follows the
+    learner's pace must not run thousands of steps ahead meanwhile (sample efficiency would no longer compare
+    with ``robot-rl train``)."""
+    train = TrainConfig(env=EnvConfig(task="reach"), scripted_demos=0, run_dir=tmp_path / "run", progress=False)
+    learner = Learner(LearnerConfig(train=train, evaluate=False, max_actor_lead=10), token="t" * 16)
+    held: list[bool] = []
+    learner.update = lambda sample=None: held.append(learner.server.hold)  # type: ignore[method-assign]
+    learner._update()
+    learner._updated_in_process = True  # what the real update sets
+    learner.server.hold = False  # the run loop's pace check between updates
+    learner._update()
+    assert held == [True, False]
+    learner.close()
