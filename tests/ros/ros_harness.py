@@ -25,9 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
+from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.publisher import Publisher
+from rclpy.subscription import Subscription
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE_SRC = REPO / "ros2_ws" / "src" / "robot_rl_ros"
@@ -171,7 +174,18 @@ class Probe:
                 self.check()  # a reply the dead executor never took in
                 raise AssertionError(f"service {name}: no reply within {timeout_s} s") from None
         finally:
-            self.node.destroy_client(client)
+            self.destroy(client)
+
+    def destroy(self, entity: Any) -> None:
+        """Destroy a publisher, subscription or client of the test's node on the executor's own thread:
+        destroyed from another thread while the executor builds its wait set, the entity's handle is
+        invalid there and the executor dies."""
+        kinds = {Publisher: self.node.destroy_publisher, Subscription: self.node.destroy_subscription,
+                 Client: self.node.destroy_client}
+        destroy = next(fn for kind, fn in kinds.items() if isinstance(entity, kind))
+        done = self.executor.create_task(destroy, entity)
+        wait_for(lambda: done.done() or self.error is not None, 5.0, f"the executor to destroy {entity!r}")
+        self.check()
 
     def close(self) -> None:
         self._closing = True

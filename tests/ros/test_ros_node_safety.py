@@ -122,7 +122,7 @@ def test_second_publisher_on_the_command_topic_is_refused_reported_and_latched(r
         refused = rig.probe.call(Trigger, f"{NS}/robot_bridge/clear_faults")
         assert not refused.success and "still present" in refused.message
     finally:
-        rig.probe.node.destroy_publisher(rogue)
+        rig.probe.destroy(rogue)
     time.sleep(1.0)
     t = time.monotonic()
     rig.stream([1, 0, 0, 0, 0, 0, 1], 0.6)
@@ -205,7 +205,7 @@ def test_an_absurd_pose_reading_never_moves_the_arm(rig: Rig) -> None:
         rig.act([1, 1, 1, 0, 0, 0, 0])
         i += 1
         time.sleep(0.05)
-    rig.probe.node.destroy_publisher(liar)
+    rig.probe.destroy(liar)
     time.sleep(0.2)
     sent = np.array([pose_from_msg(m)[0] for _, m in every])
     assert len(sent) > 20
