@@ -22,6 +22,7 @@ from _recipe import add_recipe_args, recipe_config, run_stamp, write_results
 from robot_rl.sim import make_env
 from robot_rl.sim.config import RANDOMIZATION_PRESETS, RandomizationConfig
 from robot_rl.training.config import ParallelConfig
+from robot_rl.training.env_factory import with_observation_extras
 from robot_rl.training.evaluate import EVAL_SEED_BASE, evaluate
 from robot_rl.training.loop import load_policy
 from robot_rl.training.parallel import ParallelTrainer
@@ -50,6 +51,12 @@ SHIFTS: dict[str, dict[str, RandomizationConfig]] = {
         "controller gains x0.07": RandomizationConfig(actuator_gain_scale=(0.07, 0.07)),
         "object mass x10": RandomizationConfig(mass_scale=(10.0, 10.0)),
     },
+    "latency": {
+        "nominal": RandomizationConfig(),
+        "action latency 1 step": RandomizationConfig(action_latency_steps=1),
+        "action latency 2 steps": RandomizationConfig(action_latency_steps=2),
+        "action latency 3 steps": RandomizationConfig(action_latency_steps=3),
+    },
     "adaptation": {
         "nominal": RandomizationConfig(),
         "controller gains x0.1": RandomizationConfig(actuator_gain_scale=(0.1, 0.1)),
@@ -59,24 +66,31 @@ SHIFTS: dict[str, dict[str, RandomizationConfig]] = {
 }
 """Sets of evaluation conditions, each one shift at a time. ``held_out``: just beyond the ``robust`` preset's
 ranges (friction 0.5-1.5x, mass 0.5-2x, gains 0.7-1.3x, noise 2 mm, latency 0-1 steps); ``severe``: far beyond
-them; ``extreme``: where the nominal pick_cube policy drops to 0-60%; ``adaptation``: shifts that cost it part
+them; ``extreme``: where the nominal pick_cube policy drops to 0-60%; ``latency``: commands that act 1-3 control steps
+late (``--trained-with latency-0-3 --action-history 3`` trains for it); ``adaptation``: shifts that cost it part
 of its success, to keep learning under (``bench/finetune_shift.py``)."""
 
 
+BENCH_PRESETS = {"latency-0-3": RandomizationConfig(action_latency_steps=(0, 3))}
+"""Training conditions of this benchmark besides the product's presets: each episode's commands act 0-3 control
+steps late."""
+
+
 def train(args: argparse.Namespace, seed: int, randomization: str) -> Path:
-    out = args.out / f"{randomization}-{args.task}-s{seed}"
+    history = getattr(args, "action_history", 0)
+    out = args.out / f"{randomization}-{args.task}-s{seed}{f'-h{history}' if history else ''}"
     if args.reuse and (out / "checkpoints" / "latest.pt").exists():
         return out
     parallel = ParallelConfig(num_envs=args.worlds, backend="mujoco-threads", updates_per_step=args.updates_per_step)
     config = recipe_config(args, seed, run_dir=out, parallel=parallel, batch_size=args.parallel_batch,
-                           randomization=randomization)
+                           randomization=randomization, action_history=history)
     ParallelTrainer(config).run()
     return out
 
 
 def success_under(run: Path, task: str, shift: RandomizationConfig, episodes: int) -> float:
-    policy, _ = load_policy(run)
-    env = make_env(task, randomization=shift)
+    policy, config = load_policy(run)
+    env = with_observation_extras(make_env(task, randomization=shift), config.env)  # as `robot-rl eval` builds it
     result = evaluate(lambda o: policy.act(o, deterministic=True), env, episodes, EVAL_SEED_BASE)
     env.close()
     return result.success_rate
@@ -91,18 +105,23 @@ def main() -> None:
     parser.add_argument("--parallel-batch", type=int, default=512)
     parser.add_argument("--shifts", choices=sorted(SHIFTS), default="held_out")
     parser.add_argument("--reuse", action="store_true", help="evaluate the runs already in --out, if trained")
+    parser.add_argument("--trained-with", nargs="+", default=["none", "robust"],
+                        choices=sorted({*RANDOMIZATION_PRESETS, *BENCH_PRESETS}), help="randomisations to train with")
+    parser.add_argument("--action-history", type=int, default=0,
+                        help="the policies observe their last N actions (--action-history)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_robustness"))
     args = parser.parse_args()
+    RANDOMIZATION_PRESETS.update(BENCH_PRESETS)  # for the run's env config to name
     stamp, rows = run_stamp(), []
     for seed in args.seeds:
-        for randomization in ("none", "robust"):
-            assert randomization in RANDOMIZATION_PRESETS
+        for randomization in args.trained_with:
             started = time.time()
             run = train(args, seed, randomization)
             trained_s = round(time.time() - started)
             success = {name: success_under(run, args.task, shift, args.episodes)
                        for name, shift in SHIFTS[args.shifts].items()}
-            rows.append({"seed": seed, "randomization": randomization, "train_s": trained_s, "success": success})
+            rows.append({"seed": seed, "randomization": randomization, "action_history": args.action_history,
+                         "train_s": trained_s, "success": success})
             print(f"seed {seed}, trained with randomization {randomization} ({trained_s} s): "
                   + ", ".join(f"{k} {v:.0%}" for k, v in success.items()), flush=True)
     print("\n| trained with | seed | " + " | ".join(SHIFTS[args.shifts]) + " |")

@@ -24,7 +24,7 @@ from typing import Literal
 import torch
 
 from robot_rl.data.batch import Batch
-from robot_rl.envs.contract import ACTION_LAYOUT, BASE_ACTION, STATE_LAYOUT, Field, Layout
+from robot_rl.envs.contract import ACTION_HISTORY, ACTION_LAYOUT, BASE_ACTION, STATE_LAYOUT, Field, Layout
 
 
 # ------------------------------------------------------------------------------------------ declared groups
@@ -374,7 +374,7 @@ class SymmetryAugmentation:
                 for sl in transform.points:
                     xy = values[:, sl][:, :2]
                     ok &= ((xy >= lo) & (xy <= hi)).all(1)
-                if key == BASE_ACTION:
+                if key in (BASE_ACTION, ACTION_HISTORY):
                     ok &= (values.abs() <= 1.0 + 1e-6).all(1)
         return ok
 
@@ -383,11 +383,15 @@ def _rows_where(mask: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> tor
     return torch.where(mask.view(-1, *[1] * (old.dim() - 1)), new, old)
 
 
-def contract_layouts(privileged: tuple[Field, ...], base_action: bool) -> dict[str, Layout]:
-    """The layouts of a contract observation: ``state``, the task's ``privileged`` (if any), ``base_action``."""
+def contract_layouts(privileged: tuple[Field, ...], base_action: bool, action_history: int = 0) -> dict[str, Layout]:
+    """The layouts of a contract observation: ``state``, the task's ``privileged`` (if any), ``base_action``,
+    ``previous_actions`` (``action_history`` actions, newest first)."""
     layouts = {"state": STATE_LAYOUT}
     if privileged:
         layouts["privileged"] = Layout(privileged)
     if base_action:
         layouts[BASE_ACTION] = ACTION_LAYOUT
+    if action_history:
+        layouts[ACTION_HISTORY] = Layout(tuple(dataclasses.replace(f, name=f"{f.name}[t-{i + 1}]")
+                                               for i in range(action_history) for f in ACTION_LAYOUT.fields))
     return layouts

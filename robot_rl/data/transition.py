@@ -69,7 +69,11 @@ def step_env(env: gym.Env, obs: Mapping[str, np.ndarray], action: np.ndarray) ->
     """Step ``env`` with the policy's ``action`` and return the transition to learn from (the executed action:
     the human's during an intervention) with the step's ``info``."""
     next_obs, reward, terminated, truncated, info = env.step(action)
-    executed = info["intervention_action"] if info.get("intervention") else action
-    transition = Transition(obs, np.asarray(executed, np.float32), float(reward), next_obs, bool(terminated),
+    transition = Transition(obs, executed_action(action, info), float(reward), next_obs, bool(terminated),
                             bool(truncated), typed_extras(info))
     return EnvStep(transition, info)
+
+
+def executed_action(action: Any, info: Mapping[str, Any]) -> np.ndarray:
+    """The action the arm carried out in a step: the human's during an intervention, else the one sent."""
+    return np.asarray(info["intervention_action"] if info.get("intervention") else action, np.float32)

@@ -117,6 +117,9 @@ IMAGE_PREFIX = "images/"
 BASE_ACTION = "base_action"
 """Observation key of a base policy's proposed action (float32, the env's action layout and units), added
 where the env runs when a run has a base policy (``robot_rl.training.base_policy``)."""
+ACTION_HISTORY = "previous_actions"
+"""Observation key of the last K actions the arm was sent, newest first (float32 [K * A]), added where the env
+runs when a run asks for an action history (``robot_rl.envs.action_history``)."""
 INFO_KEYS = ("intervention", "safety_clipped", "is_success")
 
 

@@ -26,6 +26,8 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.transition import EnvStep, step_env
+from robot_rl.envs.action_history import ActionHistory, check_action_history
+from robot_rl.envs.contract import ACTION_HISTORY
 from robot_rl.teleop.intervention import INTERVENTION_MODES, InterventionMode
 
 if TYPE_CHECKING:
@@ -64,6 +66,10 @@ class PolicyActorConfig:
     TorchScript file, a ``train-bc`` run folder or ``module:attr``); it proposes each action here, next to the
     arm, and the handshake checks it is the learner's (SHA-256 of the file). learner=none takes the base from
     the checkpoint's run."""
+    action_history: int = 0
+    """learner=remote: the learner's ``--train.action-history`` (the last N actions the arm was sent, observed:
+    for an arm whose commands act late); the handshake refuses a mismatch. learner=none takes it from the
+    checkpoint's run."""
     guide_policy: str = ""
     """learner=remote with jump-start RL (the learner's ``--train.guide.policy``): the guide, loaded on this PC,
     takes the first h steps of each episode before the learner's policy (a ``train-bc`` run folder, a TorchScript
@@ -88,6 +94,10 @@ class PolicyActorConfig:
         if self.guide_policy and self.learner != "remote":
             raise ValueError(f"PolicyActorConfig.guide_policy={self.guide_policy!r} guides a learning run "
                              "(learner=remote)")
+        check_action_history(self.action_history, "PolicyActorConfig.action_history")
+        if self.action_history and self.learner != "remote":
+            raise ValueError(f"PolicyActorConfig.action_history={self.action_history} is for learner=remote; with "
+                             "learner=none a checkpoint brings its run's own")
         if self.base_policy and self.learner != "remote":
             raise ValueError(f"PolicyActorConfig.base_policy={self.base_policy!r} is for learner=remote; with "
                              "learner=none a residual checkpoint brings its own base")
@@ -154,8 +164,42 @@ class BasedPolicy:
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         return self.policy.act(self.base.with_base_action(obs))
 
+    def executed(self, action: np.ndarray) -> None:
+        _executed(self.policy, action)
+
     def reset(self) -> None:
         self.base.base.reset()
+        _reset(self.policy)
+
+
+class HistoryPolicy:
+    """A run's policy that observes its action history (``--action-history``) on an env that does not add it:
+    the history of the actions executed (``executed``, the human's while intervening) is kept here."""
+
+    def __init__(self, policy: Policy, k: int, action_space: gym.spaces.Box) -> None:
+        self.policy, self.history = policy, ActionHistory(k, action_space.low, action_space.high)
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        return self.policy.act({**obs, ACTION_HISTORY: self.history.vector()})
+
+    def executed(self, action: np.ndarray) -> None:
+        self.history.push(action)
+
+    def reset(self) -> None:
+        self.history.reset()
+        _reset(self.policy)
+
+
+def _reset(policy: Any) -> None:
+    """Start an episode afresh in a policy with memory (a base's chunk queue, an action history)."""
+    if (reset := getattr(policy, "reset", None)) is not None:
+        reset()
+
+
+def _executed(policy: Any, action: np.ndarray) -> None:
+    """Tell a policy that keeps an action history which action the arm carried out."""
+    if (executed := getattr(policy, "executed", None)) is not None:
+        executed(action)
 
 
 def _checkpoint(cfg: PolicyActorConfig, env: gym.Env) -> Policy:
@@ -168,12 +212,14 @@ def _checkpoint(cfg: PolicyActorConfig, env: gym.Env) -> Policy:
     if trained.base_policy is not None:  # the base's action is an observation the robot's env does not have
         base = BaseActionObservation(env, load_base_policy(trained.base_policy, env, trained.base_noise,
                                                            trained.base_policy_sha256), trained.base_policy)
-    space = (base or env).observation_space
-    if policy.obs_keys != sorted(space.spaces):
+    keys = sorted([*(base or env).observation_space.spaces, *([ACTION_HISTORY] if trained.action_history else [])])
+    if policy.obs_keys != keys:
         raise ValueError(f"checkpoint {cfg.checkpoint} (task {trained.task}, obs {trained.obs}) expects "
-                         f"keys {policy.obs_keys}; the env gives {sorted(space.spaces)}")
-    agent = AgentPolicy(policy, cfg.deterministic)
-    return agent if base is None else BasedPolicy(agent, base)
+                         f"keys {policy.obs_keys}; the env gives {keys}")
+    acting: Policy = AgentPolicy(policy, cfg.deterministic)
+    if trained.action_history:  # inside the base: the base sees the env's own observations, as in training
+        acting = HistoryPolicy(acting, trained.action_history, env.action_space)
+    return acting if base is None else BasedPolicy(acting, base)
 
 
 def _network(cfg: PolicyActorConfig, env: gym.Env) -> Policy:
@@ -231,14 +277,14 @@ def run_actor(env: gym.Env, policy: Policy, learner: LearnerLink, episodes: int 
         obs, _ = env.reset()
         if recorder is not None:
             recorder.begin(obs, stamp())
-        if (reset := getattr(policy, "reset", None)) is not None:
-            reset()  # a policy with memory (a base's chunk queue) starts the episode afresh
+        _reset(policy)
         done = False
         while not done and not should_stop():
             t0 = time.perf_counter()
             action = policy.act(obs)
             stats.policy_time_s.append(time.perf_counter() - t0)
             step = step_env(env, obs, action)
+            _executed(policy, step.transition.action)
             info = step.info
             stats.interventions += int(step.transition.intervention)
             learner.add(step)
@@ -280,7 +326,8 @@ def link_config(cfg: PolicyActorConfig, env_kwargs: dict[str, Any]) -> LinkActor
     return LinkActorConfig(
         link=LinkConfig(host=host or "127.0.0.1", port=int(port)), actor_id=cfg.actor_id, seed=cfg.seed,
         env=EnvConfig(env_factory="robot_rl.ros.spec_env:make_contract_env",
-                      env_kwargs=json.dumps(env_kwargs, sort_keys=True), base_policy=cfg.base_policy or None),
+                      env_kwargs=json.dumps(env_kwargs, sort_keys=True), base_policy=cfg.base_policy or None,
+                      action_history=cfg.action_history),
         deterministic=cfg.deterministic, control_hz=0.0,
         intervention_mode=cfg.intervention_mode,
         guide=GuideConfig(policy=cfg.guide_policy or None, schedule=cfg.guide_schedule),
@@ -291,7 +338,7 @@ def run_remote(env: gym.Env, cfg: PolicyActorConfig, env_kwargs: dict[str, Any],
                should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """The distributed actor loop over ``env`` (needs ``robot_rl[dist]``), configured by ``link_config``."""
     from robot_rl.distributed.actor import Actor
-    from robot_rl.training.env_factory import with_base_policy
+    from robot_rl.training.env_factory import with_observation_extras
 
     link = link_config(cfg, env_kwargs)
-    return Actor(link, env=with_base_policy(env, link.env)).run(should_stop)
+    return Actor(link, env=with_observation_extras(env, link.env)).run(should_stop)

@@ -32,6 +32,7 @@ from robot_rl.data.hindsight import goal_rewards_for
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler, Sampler
 from robot_rl.data.transition import EXTRAS, episode_extras
+from robot_rl.envs.action_history import episode_with_action_history
 from robot_rl.envs.wrappers import learner_action_box, narrow_box_advice
 from robot_rl.training.base_policy import EXPERT, BasePolicy, base_of, load_base_policy, with_base_actions
 from robot_rl.training.config import TrainConfig
@@ -116,6 +117,7 @@ class LearnerCore:
                 f"a residual learner and a base policy go together: got --base-policy {cfg.env.base_policy!r} "
                 f"with --agent.residual-scale {cfg.agent.residual_scale!r} (use --preset residual --base-policy BASE)")
         self.base = base_of(env)
+        self.action_space = action_space
         self.action_box = learner_action_box(env)
         """Where an env from elsewhere maps the learner's [-1, 1] (None for robot_rl tasks)."""
         par = cfg.parallel  # many worlds: updates_per_step update calls per vector step of num_envs env steps
@@ -201,6 +203,8 @@ class LearnerCore:
     def add_demos(self, episodes: Sequence[Episode]) -> None:
         for i, episode in enumerate(episodes):
             episode = with_base_actions(episode, self.base, f"demo {i}")
+            episode = episode_with_action_history(episode, self.train.env.action_history, self.action_space,
+                                                  f"demo {i}")
             self.demo_replay.add_episode(episode_extras(prepare_demo(episode, self.train)))
         actions = np.concatenate([e.actions for e in episodes]) if episodes else np.zeros((0, 1))
         if self.is_main and (advice := narrow_box_advice(actions, self.action_box)):

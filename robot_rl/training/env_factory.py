@@ -13,6 +13,7 @@ from typing import Literal
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.envs.action_history import ActionHistoryObservation, check_action_history
 from robot_rl.envs.success import Criterion, SuccessSignal, default_criterion
 from robot_rl.envs.wrappers import DictObservation, LearnerActionBox
 from robot_rl.rewards.state_check import check_classifier_reward
@@ -65,6 +66,9 @@ class EnvConfig:
     """Action noise std of an ``expert`` base (a deliberately weaker base)."""
     base_policy_sha256: str | None = None
     """SHA-256 of the base's file, recorded when a run starts: a run whose base file changed is refused."""
+    action_history: int = 0
+    """Observe the last N actions the arm was sent (``previous_actions``, newest first): the commands still in
+    flight on an arm whose commands act late (``robot_rl.envs.action_history``). 0: none."""
     reward_classifier: Path | None = None
     """Sparse reward from this trained success classifier (``robot-rl train-classifier``) instead of the task's;
     with actors it is computed on the actor (the handshake compares the file's digest on both ends)."""
@@ -87,6 +91,7 @@ class EnvConfig:
         if not isinstance(kwargs, dict):
             raise ValueError(f"EnvConfig.env_kwargs must be a JSON object, got {self.env_kwargs!r}")
         parse_action_scale(self.action_scale)
+        check_action_history(self.action_history, "EnvConfig.action_history")
         if not (np.isfinite(self.base_noise) and self.base_noise >= 0):
             raise ValueError(f"EnvConfig.base_noise must be a finite number >= 0, got {self.base_noise}")
         if self.base_noise > 0 and self.base_policy is None:
@@ -245,16 +250,19 @@ def make_env_from_config(config: EnvConfig, render_mode: str | None = None, trai
         success_key=config.success_key,
         action_scale=config.action_scale,
     )
-    return with_base_policy(env, config)
+    return with_observation_extras(env, config)
 
 
-def with_base_policy(env: gym.Env, config: EnvConfig) -> gym.Env:
-    """``env`` with ``config``'s base policy proposing each action as the ``base_action`` observation (``env``
-    itself without one); also for an env built elsewhere, as a robot's env is."""
-    if config.base_policy is None:
-        return env
-    base = load_base_policy(config.base_policy, env, config.base_noise, config.base_policy_sha256)
-    return BaseActionObservation(env, base, config.base_policy)
+def with_observation_extras(env: gym.Env, config: EnvConfig) -> gym.Env:
+    """``env`` with the observations ``config`` adds where the env runs: its base policy's proposal
+    (``base_action``; the base sees the env's own observations) and its action history (``previous_actions``).
+    Also for an env built elsewhere, as a robot's env is."""
+    if config.base_policy is not None:
+        base = load_base_policy(config.base_policy, env, config.base_noise, config.base_policy_sha256)
+        env = BaseActionObservation(env, base, config.base_policy)
+    if config.action_history:
+        env = ActionHistoryObservation(env, config.action_history)
+    return env
 
 
 def success_criterion(config: EnvConfig, env: gym.Env) -> Criterion:

@@ -55,10 +55,10 @@ def make_worlds(config: TrainConfig, data_parallel: DataParallel | None = None):
     if p.backend in ISAACLAB_BACKENDS:
         from robot_rl.envs.isaaclab import make_isaaclab_worlds
 
-        if env.dense_reward or env.randomization != "none" or env.success_key is not None:
-            raise ValueError(f"--backend {p.backend}: --dense-reward, --randomization and --success-key are robot_rl "
-                             "task settings; the task's env config sets its rewards and events (--env-kwargs), "
-                             "--success-term names its success")
+        if env.dense_reward or env.randomization != "none" or env.success_key is not None or env.action_history:
+            raise ValueError(f"--backend {p.backend}: --dense-reward, --randomization, --success-key and "
+                             "--action-history are robot_rl task settings; the task's env config sets its rewards, "
+                             "events and observations (--env-kwargs), --success-term names its success")
 
         return make_isaaclab_worlds(p.backend, env.task, num_envs, config.device, seed, p.obs_group, p.success_term,
                                     overrides=json.loads(env.env_kwargs))
@@ -70,7 +70,8 @@ def make_worlds(config: TrainConfig, data_parallel: DataParallel | None = None):
     warp_fields = {k: v for k, v in (("device", p.warp_device), ("start_pool", p.start_pool)) if v is not None}
     warp = dataclasses.replace(WarpConfig(), **warp_fields)
     backend = p.backend if p.backend != "auto" else _auto_backend()
-    batched = BatchedEnvConfig(num_envs=num_envs, backend=backend, num_threads=p.num_threads, seed=seed, warp=warp)
+    batched = BatchedEnvConfig(num_envs=num_envs, backend=backend, num_threads=p.num_threads, seed=seed, warp=warp,
+                               action_history=env.action_history)
     return make_batched_env(env.task, batched, dense_reward=env.dense_reward,
                             randomization=randomization_preset(env.randomization))
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from robot_rl.data.image_symmetry import transform_images
 from robot_rl.data.symmetry import SymmetryAugmentation, contract_layouts
-from robot_rl.envs.contract import BASE_ACTION, image_key, is_image_key
+from robot_rl.envs.contract import ACTION_HISTORY, BASE_ACTION, image_key, is_image_key
 from robot_rl.training.config import TrainConfig
 
 CHECK_STEPS = 50
@@ -57,7 +57,8 @@ def symmetry_augmentation(config: TrainConfig, env: gym.Env,
         + (f", NOT holding ({'; '.join(failures)}), forced" if failures else ", holds"))
     spaces = env.observation_space.spaces
     privileged = arm.task.privileged_layout if "privileged" in spaces else ()
-    layouts = contract_layouts(privileged, base_action=BASE_ACTION in spaces)
+    layouts = contract_layouts(privileged, base_action=BASE_ACTION in spaces,
+                               action_history=config.env.action_history if ACTION_HISTORY in spaces else 0)
     images = {}
     if any(is_image_key(k) for k in spaces):
         size = arm.cfg.image_size

@@ -240,6 +240,16 @@ def test_real_arm_launch_residual_runs_the_base_by_the_arm_and_the_learner_over_
     assert "actor.base_policy" not in _nodes(plan("real_arm", hardware="franka_fr3"))["policy_actor"].overrides
 
 
+def test_real_arm_launch_action_history_reaches_actor_and_learner() -> None:
+    plans = plan("real_arm", hardware="franka_fr3", link="remote", learner="true", action_history="3")
+    assert _nodes(plans)["policy_actor"].overrides["actor.action_history"] == 3
+    cmd = next(p for p in plans if isinstance(p, ProcessPlan)).cmd
+    assert parse(list(cmd[1:])).train.env.action_history == 3
+    assert "actor.action_history" not in _nodes(plan("real_arm", hardware="franka_fr3"))["policy_actor"].overrides
+    with pytest.raises(ValueError, match="action_history must be a whole number of steps, got 'three'"):
+        plan("real_arm", hardware="franka_fr3", link="remote", action_history="three")
+
+
 def test_real_arm_launch_jump_start_runs_the_guide_by_the_arm_on_the_curriculum() -> None:
     plans = plan("real_arm", hardware="franka_fr3", link="remote", learner="true", guide_policy="bc_run")
     assert _nodes(plans)["policy_actor"].overrides["actor.guide_policy"] == "bc_run"

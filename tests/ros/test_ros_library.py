@@ -184,7 +184,7 @@ def test_remote_ros_actor_runs_the_residual_learners_base_and_the_handshake_chec
     from robot_rl.ros.spec_env import make_contract_env
     from robot_rl.training.base_policy import pin_policies
     from robot_rl.training.config import TrainConfig
-    from robot_rl.training.env_factory import make_env_from_config, with_base_policy
+    from robot_rl.training.env_factory import make_env_from_config, with_observation_extras
 
     def base_file(path: Path, seed: int) -> Path:
         torch.manual_seed(seed)
@@ -204,7 +204,7 @@ def test_remote_ros_actor_runs_the_residual_learners_base_and_the_handshake_chec
 
     def actor_spec(base: str) -> dict:
         link = link_config(PolicyActorConfig(learner="remote", base_policy=base), kwargs)
-        return run_spec(with_base_policy(make_contract_env(**kwargs), link.env), link.env, link.intervention_mode)
+        return run_spec(with_observation_extras(make_contract_env(**kwargs), link.env), link.env, "hil")
 
     assert spec_diff(actor_spec(str(robot_file)), learner_spec) == []
     assert BASE_ACTION in learner_spec["observation_space"]
@@ -241,3 +241,54 @@ def test_remote_ros_actor_runs_a_jump_start_guide_over_the_arms_own_time_limit(t
     assert actor_jump_start(link_config(PolicyActorConfig(learner="remote"), kwargs), arm) is None
     with pytest.raises(ValueError, match="guides a learning run"):
         PolicyActorConfig(guide_policy=str(guide_file))
+
+
+def test_remote_ros_actor_observes_the_learners_action_history_and_the_handshake_checks_it() -> None:
+    pytest.importorskip("grpc")
+    from robot_rl.distributed.spec import run_spec, spec_diff
+    from robot_rl.ros.actor import PolicyActorConfig, link_config
+    from robot_rl.ros.spec_env import make_contract_env
+    from robot_rl.training.env_factory import make_env_from_config, with_observation_extras
+
+    kwargs = {"hardware_config": "franka_fr3", "cameras": [], "privileged_task": ""}
+    learner_env = dataclasses.replace(link_config(PolicyActorConfig(learner="remote"), kwargs).env, action_history=3)
+    learner_spec = run_spec(make_env_from_config(learner_env), learner_env, "hil")
+
+    def actor_spec(history: int) -> dict:
+        link = link_config(PolicyActorConfig(learner="remote", action_history=history), kwargs)
+        return run_spec(with_observation_extras(make_contract_env(**kwargs), link.env), link.env, "hil")
+
+    assert spec_diff(actor_spec(3), learner_spec) == []
+    assert spec_diff(actor_spec(2), learner_spec) and spec_diff(actor_spec(0), learner_spec)
+    with pytest.raises(ValueError, match="for learner=remote"):
+        PolicyActorConfig(action_history=3)
+
+
+def test_the_local_actor_keeps_the_history_of_the_actions_the_arm_executed() -> None:
+    """A checkpoint with an action history acting on an env that does not add one (a robot's): the policy sees
+    the last actions ``run_actor`` executed, clipped into the box, zeros at each episode start."""
+    from robot_rl.envs.contract import ACTION_HISTORY
+    from robot_rl.ros.actor import HistoryPolicy, NoLearner, run_actor
+    from robot_rl.training.env_factory import make_training_env
+
+    class Sees:
+        def __init__(self) -> None:
+            self.seen: list[np.ndarray] = []
+            self.sent: list[np.ndarray] = []
+            self.rng = np.random.default_rng(0)
+
+        def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+            self.seen.append(obs[ACTION_HISTORY])
+            self.sent.append(self.rng.uniform(-1.5, 1.5, 7).astype(np.float32))
+            return self.sent[-1]
+
+    env = make_training_env("reach")
+    inner = Sees()
+    run_actor(env, HistoryPolicy(inner, 2, env.action_space), NoLearner(), episodes=2)
+    length = len(inner.seen) // 2
+    for start in (0, length):  # each episode starts from zeros
+        np.testing.assert_array_equal(inner.seen[start], np.zeros(14))
+        for t in range(start + 1, start + length):
+            expected = [np.clip(inner.sent[t - 1], -1, 1),
+                        np.clip(inner.sent[t - 2], -1, 1) if t - 2 >= start else np.zeros(7)]
+            np.testing.assert_array_equal(inner.seen[t], np.concatenate(expected))

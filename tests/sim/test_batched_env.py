@@ -8,6 +8,7 @@ import pytest
 import torch
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
+from robot_rl.envs.action_history import ActionHistoryObservation
 from robot_rl.envs.conformance import check_conformance
 from robot_rl.envs.contract import ACTION_DIM
 from robot_rl.sim import TASKS, make_env
@@ -79,6 +80,27 @@ def test_every_task_steps_exactly_like_gymnasiums_vector_env_of_cpu_envs(task: s
                 {k: v[~ended] for k, v in infos["final_obs"].items()}, {k: v[~ended] for k, v in peer_obs.items()}
             )
     assert resets >= 2
+    ours.close()
+    peer.close()
+
+
+def test_the_action_history_is_the_single_env_wrappers_through_same_step_resets() -> None:
+    n, k = 3, 2
+    ours = make_batched_env("pick_cube", BatchedEnvConfig(num_envs=n, num_threads=2, action_history=k), **SHORT)
+    peer = SyncVectorEnv([lambda: ActionHistoryObservation(make_env("pick_cube", **SHORT), k)] * n,
+                         autoreset_mode=AutoresetMode.SAME_STEP)
+    assert ours.single_observation_space == peer.single_observation_space
+    obs, _ = ours.reset(seed=7)
+    peer_obs, _ = peer.reset(seed=7)
+    assert_same_obs(obs, peer_obs)
+    for a in actions(20, n):  # beyond the box: both hold the clipped action
+        obs, _, terminated, truncated, infos = ours.step(torch.from_numpy(a))
+        peer_obs, *_, peer_infos = peer.step(a)
+        assert_same_obs(obs, peer_obs)
+        for i in np.flatnonzero(terminated.numpy() | truncated.numpy()):
+            np.testing.assert_array_equal(infos["final_obs"]["previous_actions"][i].numpy(),
+                                          peer_infos["final_obs"][i]["previous_actions"])
+            assert not obs["previous_actions"][i].any()
     ours.close()
     peer.close()
 

@@ -134,3 +134,28 @@ def test_init_from_carries_the_whole_agent_and_nothing_else(tmp_path: Path) -> N
     with pytest.raises(ValueError, match=r"--agent\.anchor-weight 0\.5 holds the actor near the policy a run "
                                          r"starts from: give that run with --init-from RUN"):
         TrainConfig(**{**single.__dict__, "init_from": None, "agent": anchor})
+
+
+def test_an_action_history_run_acts_the_same_in_evaluation_and_on_the_robots_actor(tmp_path: Path) -> None:
+    """``--action-history 2``: the worlds, the evaluation env's wrapper and the ROS 2 actor's ``HistoryPolicy``
+    (over an env without the key, as a robot's is) give the checkpoint the same ``previous_actions``."""
+    history = EnvConfig(task="reach", action_history=2)
+    trainer = ParallelTrainer(tiny(tmp_path / "run", 160, env=history))
+    assert trainer.worlds.single_observation_space["previous_actions"].shape == (14,)
+    trainer.run()
+    assert trainer.replay.obs["previous_actions"][: trainer.replay.written].abs().sum() > 0
+    from robot_rl.ros.actor import POLICIES, PolicyActorConfig
+
+    wrapped, bare = make_env_from_config(history), make_env_from_config(EnvConfig(task="reach"))
+    on_robot = POLICIES["checkpoint"](PolicyActorConfig(policy="checkpoint", checkpoint=str(tmp_path / "run")), bare)
+    obs, _ = wrapped.reset(seed=5)
+    bare_obs, _ = bare.reset(seed=5)
+    on_robot.reset()
+    for t in range(6):
+        alone = trainer.agent.act(obs, deterministic=True)
+        np.testing.assert_array_equal(on_robot.act(bare_obs), alone)
+        sent = 1.5 * alone if t % 2 else alone  # beyond the box: the history holds what the arm executed
+        obs, *_ = wrapped.step(sent)
+        bare_obs, *_ = bare.step(sent)
+        on_robot.executed(sent)
+        np.testing.assert_array_equal(obs["previous_actions"][:7], np.clip(sent, -1, 1))

@@ -61,7 +61,8 @@ def make_batched_env(
         for env in envs[1:]:
             env.close()
         physics = WarpPhysics(template, batched.num_envs, batched.warp, pool, device)
-    return BatchedArmEnv(physics, autoreset=batched.autoreset, seed=batched.seed)
+    return BatchedArmEnv(physics, autoreset=batched.autoreset, seed=batched.seed,
+                         action_history=batched.action_history)
 
 
 __all__ = ["BACKENDS", "BatchedArmEnv", "BatchedEnvConfig", "SingleWorldEnv", "WarpConfig", "make_batched_env"]

@@ -3,7 +3,8 @@
 Every backend returns the CPU env's observations, rewards and flags stacked along a first ``num_envs`` axis, as
 torch tensors on the backend's device:
 
-- ``obs``: a dict like the CPU env's (``state`` (N, STATE_DIM) float32, ``privileged`` (N, P) float32);
+- ``obs``: a dict like the CPU env's (``state`` (N, STATE_DIM) float32, ``privileged`` (N, P) float32, with
+  ``action_history`` K > 0 ``previous_actions`` (N, K * 7) as ``robot_rl.envs.action_history`` describes it);
 - ``rewards`` (N,) float32, ``terminations`` / ``truncations`` (N,) bool;
 - ``infos``: the contract's info keys (``is_success``, ``safety_clipped``, ``intervention``) as (N,) bool
   tensors and ``reward_terms`` (the step's) as a dict of (N,) float32 tensors, each key with gymnasium's
@@ -36,8 +37,10 @@ import torch
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from robot_rl.envs.action_history import history_space
 from robot_rl.envs.contract import (
     ACTION_DIM,
+    ACTION_HISTORY,
     GRIPPER_CLOSE_THRESHOLD,
     GRIPPER_OPEN_THRESHOLD,
     STATE_LAYOUT,
@@ -56,7 +59,8 @@ Obs = dict[str, torch.Tensor]
 class BatchedArmEnv(gym.vector.VectorEnv):
     """N worlds of ``physics.template``'s task; ``autoreset`` as in ``BatchedEnvConfig``."""
 
-    def __init__(self, physics: Physics, autoreset: bool = True, seed: int | None = None) -> None:
+    def __init__(self, physics: Physics, autoreset: bool = True, seed: int | None = None,
+                 action_history: int = 0) -> None:
         template = physics.template
         self.physics = physics
         self.task = template.task
@@ -67,8 +71,10 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         self.device, self.dtype = device, dtype = physics.device, physics.dtype
         self.autoreset = autoreset
         self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP if autoreset else AutoresetMode.DISABLED}
-        self.single_observation_space = self.contract.observation_space()
         self.single_action_space = self.contract.action_space()
+        self.single_observation_space = self.contract.observation_space()
+        if action_history:
+            self.single_observation_space[ACTION_HISTORY] = history_space(action_history, self.single_action_space)
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
         self.actions = torch.zeros(n, ACTION_DIM, dtype=torch.float32, device=device)
@@ -87,6 +93,8 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         """The last actions of every world, oldest first (as many as the longest delay)."""
         self.delay = torch.full((n,), self.latency_range[1], dtype=torch.long, device=device)
         """Each world's action delay in control steps, drawn per episode from ``latency_range``."""
+        self.history = torch.zeros(n, action_history, ACTION_DIM, dtype=torch.float32, device=device)
+        """Every world's last ``action_history`` actions, newest first (zeros before its episode's first step)."""
         self._obs: Obs | None = None
         self._infos: dict[str, Any] | None = None
         self._ended = torch.zeros(n, dtype=torch.bool, device=device)
@@ -125,6 +133,8 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         raw = self.actions.to(self.dtype)
         a = raw.clamp(-1.0, 1.0)
         clipped = (a != raw).any(dim=1)
+        if self.history.shape[1]:
+            self.history = torch.cat([a[:, None].to(torch.float32), self.history[:, :-1]], dim=1)
         if len(self.latency):
             history = torch.cat([self.latency, a[None]])  # row len(self.latency) - d: the action d steps ago
             a, self.latency = history[len(self.latency) - self.delay, self._world_index], history[1:]
@@ -198,6 +208,7 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         self.wrench_bias[rows] = starts.wrench_bias
         self.steps[rows] = 0
         self.latency[:, rows] = 0.0
+        self.history[rows] = 0.0
         low, high = self.latency_range
         if low < high:  # a fixed delay draws nothing
             self.delay[rows] = torch.randint(low, high + 1, (len(rows),), generator=self.generator,
@@ -220,6 +231,8 @@ class BatchedArmEnv(gym.vector.VectorEnv):
         obs = {"state": self._noisy(torch.cat([parts[f.name] for f in STATE_LAYOUT.fields], dim=-1))}
         if self.task.privileged_layout:
             obs["privileged"] = self._noisy(self.task.batched_privileged(worlds))
+        if self.history.shape[1]:
+            obs[ACTION_HISTORY] = (self.history if rows is None else self.history[rows]).flatten(1).clone()
         return obs
 
     def _noisy(self, x: torch.Tensor) -> torch.Tensor:

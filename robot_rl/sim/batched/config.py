@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from robot_rl.envs.action_history import check_action_history
+
 BACKENDS = ("mujoco-threads", "warp")
 """``mujoco-threads``: MuJoCo C worlds stepped by native threads (MuJoCo releases the GIL inside ``mj_step``),
 the fast path on a many-core CPU. ``warp``: MuJoCo Warp, every world in one kernel launch, on a CUDA GPU (or
@@ -52,9 +54,13 @@ class BatchedEnvConfig:
     """Seeds the env's own draws (observation noise, the warp backend's start pool and picks) until a
     ``reset(seed=...)``; None: fresh entropy."""
     warp: WarpConfig = field(default_factory=WarpConfig)
+    action_history: int = 0
+    """Observe each world's last N actions (``previous_actions``, as ``robot_rl.envs.action_history`` adds it to
+    a single env); 0: none."""
 
     def __post_init__(self) -> None:
         _positive_int("BatchedEnvConfig", "num_envs", self.num_envs)
+        check_action_history(self.action_history, "BatchedEnvConfig.action_history")
         if self.backend not in BACKENDS:
             raise ValueError(
                 f"BatchedEnvConfig.backend {self.backend!r} is unknown; available backends: {list(BACKENDS)}"

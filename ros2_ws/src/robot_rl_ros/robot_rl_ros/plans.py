@@ -62,6 +62,18 @@ def names(args: Mapping[str, str], name: str) -> list[str]:
     return [v.strip() for v in args[name].split(",") if v.strip()]
 
 
+def action_history(text: str) -> int:
+    """The ``action_history`` launch argument as a number of steps."""
+    from robot_rl.envs.action_history import check_action_history
+
+    try:
+        steps = int(text)
+    except ValueError:
+        raise ValueError(f"real_arm.launch.py action_history must be a whole number of steps, got {text!r}") from None
+    check_action_history(steps, "real_arm.launch.py action_history")
+    return steps
+
+
 def recording(args: Mapping[str, str]) -> dict[str, str]:
     """The actor's recording parameters, when ``record:=DIR`` is given."""
     return {"actor.record": args["record"], "actor.record_task": args["record_task"]} if args["record"] else {}
@@ -141,6 +153,9 @@ def _real_arm_arguments() -> list[Argument]:
         Argument("base_policy", default_of(PolicyActorConfig, "base_policy"),
                  "link:=remote: learn a residual over this base policy file (it acts here, next to the arm; "
                  "with learner:=true the learner learns over the same file)"),
+        Argument("action_history", str(default_of(PolicyActorConfig, "action_history")),
+                 "link:=remote: observe the last N actions sent to the arm (commands still in flight on an arm "
+                 "whose commands act late); with learner:=true the learner observes the same"),
         Argument("guide_policy", default_of(PolicyActorConfig, "guide_policy"),
                  "link:=remote: jump-start RL with this guide file acting first in each episode (h drawn per "
                  "episode; with learner:=true the learner gets the same guide)"),
@@ -179,6 +194,9 @@ def _real_arm(args: Mapping[str, str]) -> list[Plan]:
             actor["actor.base_policy"] = args["base_policy"]
         if args["guide_policy"]:
             actor["actor.guide_policy"] = args["guide_policy"]
+        history = action_history(args["action_history"])
+        if history:
+            actor["actor.action_history"] = history
         if cameras:
             actor["env.cameras"] = cameras
         out.append(NodePlan("policy_actor", ns, overrides=actor, rt_priority=rt))
@@ -187,7 +205,8 @@ def _real_arm(args: Mapping[str, str]) -> list[Plan]:
                                                   extra=args["learner_args"].split(),
                                                   intervention_mode=args["intervention_mode"],
                                                   base_policy=args["base_policy"],
-                                                  guide_policy=args["guide_policy"]))))
+                                                  guide_policy=args["guide_policy"],
+                                                  action_history=action_history(args["action_history"])))))
     return out
 
 

@@ -104,13 +104,14 @@ SPEC_ENV = "robot_rl.ros.spec_env:make_contract_env"
 
 def learner_argv(address: str, hardware_config: str, cameras: Sequence[str] = (), privileged_task: str = "",
                  extra: Sequence[str] = (), intervention_mode: str = "hil", base_policy: str = "",
-                 guide_policy: str = "") -> list[str]:
+                 guide_policy: str = "", action_history: int = 0) -> list[str]:
     """``robot-rl learner`` listening on ``address`` (host:port) for the policy actor of this arm: the learner
     builds the same observation/action spaces from the hardware and camera configs (no ROS, no robot), so the
     handshake matches; ``intervention_mode`` must be the actor's too. Real arms cannot be evaluated on the
     learner's machine: ``--no-evaluate``. ``base_policy``: learn a residual over this base (``--preset
     residual``); ``guide_policy``: jump-start RL with this guide on the curriculum, moved by the training
-    episodes since the learner does not evaluate; the actor runs the same file, in both cases."""
+    episodes since the learner does not evaluate; the actor runs the same file, in both cases.
+    ``action_history``: observe the last N actions sent (the actor's ``action_history`` too)."""
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ValueError(f"learner address must be host:port, got {address!r}")
@@ -120,6 +121,7 @@ def learner_argv(address: str, hardware_config: str, cameras: Sequence[str] = ()
             "--train.intervention-mode", intervention_mode,
             *(["--train.preset", "residual", "--train.base-policy", base_policy] if base_policy else []),
             *(["--train.guide.policy", guide_policy] if guide_policy else []),
+            *(["--train.action-history", str(action_history)] if action_history else []),
             *extra]
 
 
