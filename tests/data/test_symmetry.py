@@ -20,10 +20,11 @@ from robot_rl.data.symmetry import (
     SymmetryGroup,
     TranslationGrid,
     Workspace,
+    contract_layouts,
     draw_elements,
     transform_field,
 )
-from robot_rl.envs.contract import ACTION_DIM, STATE_DIM, STATE_LAYOUT, Field, Layout
+from robot_rl.envs.contract import ACTION_DIM, ACTION_HISTORY, STATE_DIM, STATE_LAYOUT, Field, Layout
 from robot_rl.envs.geometry import matrix_to_quat, matrix_to_rot6d, quat_to_matrix, rotvec_to_matrix
 
 KINDS = {"point": 3, "vector": 3, "axial": 3, "rot6d": 6, "quaternion": 4, "scalar": 1}
@@ -184,6 +185,20 @@ def test_states_and_actions_move_together_unless_the_ablation_says_so() -> None:
         assert 0 < mirrored.sum() < 64  # a mirror is drawn for about half the rows
         dy_flipped = torch.isclose(out.action[:, 1], -batch.action[:, 1]) & (batch.action[:, 1] != 0)
         assert bool((dy_flipped == mirrored).all()) is actions
+
+
+def test_the_action_history_moves_as_the_actions_do() -> None:
+    """``previous_actions`` holds actions: each of its entries is transformed exactly as the action is."""
+    batch = _batch(64)
+    history = torch.cat([batch.action, -batch.action], dim=1)
+    batch.obs[ACTION_HISTORY], batch.next_obs[ACTION_HISTORY] = history, history.clone()
+    layouts = contract_layouts((), base_action=False, action_history=2)
+    aug = SymmetryAugmentation(GROUP, SymmetryConfig(mode="random", fraction=1.0), layouts, WIDE, seed=5)
+    out = aug(batch)
+    moved = (out.action != batch.action).any(1)
+    assert moved.sum() > 32
+    torch.testing.assert_close(out.obs[ACTION_HISTORY][:, :ACTION_DIM], out.action)
+    torch.testing.assert_close(out.obs[ACTION_HISTORY][:, ACTION_DIM:], -out.action, atol=1e-6, rtol=0)
 
 
 def test_rows_leaving_the_workspace_or_action_box_stay_as_recorded() -> None:
