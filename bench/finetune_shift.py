@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--demos-from", choices=["expert", "pretrained"], default="expert",
                         help="who records the --demos episodes under the shift: the task's scripted expert, or "
                              "the pretrained agent itself (its successful episodes; needs no expert)")
+    parser.add_argument("--action-history", type=int, default=0,
+                        help="pretrained and fine-tuned policies observe their last N actions (--action-history)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_robustness"))
     args = parser.parse_args()
     RANDOMIZATION_PRESETS[SHIFTED] = shifts[args.shift]
@@ -80,7 +82,7 @@ def main() -> None:
               flush=True)
         for method in args.methods:
             run = args.out / f"{stamp}-{method}-{args.task}-s{seed}"
-            cfg = recipe_config(args, seed, run_dir=run, randomization=SHIFTED,
+            cfg = recipe_config(args, seed, run_dir=run, randomization=SHIFTED, action_history=args.action_history,
                                 init_from=pretrained if method == "finetune" else None,
                                 demo_policy=str(pretrained) if args.demos_from == "pretrained" else None)
             default_warmup = PRESETS["residual"].critic_warmup_updates if method == "residual" else 0

@@ -115,6 +115,10 @@ def _run_folder(path: Path) -> BasePolicy:
     if cfg.env.base_policy is not None:
         raise ValueError(f"base policy {path}: that run is itself a residual over {cfg.env.base_policy!r}; "
                          "use its base, or a run without one")
+    if cfg.env.action_history:
+        raise ValueError(f"base policy {path}: that run observes its last {cfg.env.action_history} actions "
+                         "(--action-history), which a base proposing actions under a residual does not have; "
+                         "continue it with --init-from instead, or use a run without an action history")
     policy.requires_grad_(False)
     return CallableBase(lambda obs: policy.act(obs, deterministic=True))
 

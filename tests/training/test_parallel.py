@@ -159,3 +159,7 @@ def test_an_action_history_run_acts_the_same_in_evaluation_and_on_the_robots_act
         bare_obs, *_ = bare.step(sent)
         on_robot.executed(sent)
         np.testing.assert_array_equal(obs["previous_actions"][:7], np.clip(sent, -1, 1))
+    from robot_rl.training.base_policy import load_base_policy
+
+    with pytest.raises(ValueError, match=r"observes its last 2 actions .* continue it with --init-from"):
+        load_base_policy(str(tmp_path / "run"), bare)  # a base does not know the actions executed
