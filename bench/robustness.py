@@ -71,9 +71,12 @@ late (``--trained-with latency-0-3 --action-history 3`` trains for it); ``adapta
 of its success, to keep learning under (``bench/finetune_shift.py``)."""
 
 
-BENCH_PRESETS = {"latency-0-3": RandomizationConfig(action_latency_steps=(0, 3))}
+BENCH_PRESETS = {
+    "latency-0-3": RandomizationConfig(action_latency_steps=(0, 3)),
+    "damping-1-8": RandomizationConfig(joint_damping_scale=(1.0, 8.0)),
+}
 """Training conditions of this benchmark besides the product's presets: each episode's commands act 0-3 control
-steps late."""
+steps late; each episode's joint damping is 1-8x nominal (``extreme``'s x10 lies beyond it)."""
 
 
 def train(args: argparse.Namespace, seed: int, randomization: str) -> Path:
