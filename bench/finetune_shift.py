@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -31,12 +32,8 @@ from _recipe import (
 )
 from robustness import SHIFTS, success_under, train
 
-from robot_rl.sim.config import RANDOMIZATION_PRESETS
 from robot_rl.training.config import PRESETS
 from robot_rl.training.loop import Trainer
-
-SHIFTED = "bench-shift"
-"""The shift under test, registered as a randomisation preset of this process for the env config to name."""
 
 
 def main() -> None:
@@ -67,7 +64,7 @@ def main() -> None:
                         help="pretrained and fine-tuned policies observe their last N actions (--action-history)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_robustness"))
     args = parser.parse_args()
-    RANDOMIZATION_PRESETS[SHIFTED] = shifts[args.shift]
+    shifted = json.dumps(dataclasses.asdict(shifts[args.shift]))  # the fine-tuning env's --randomization
     stamp = run_stamp()
     results: dict[str, list[dict]] = {}
     pretrained_success = {}
@@ -82,7 +79,7 @@ def main() -> None:
               flush=True)
         for method in args.methods:
             run = args.out / f"{stamp}-{method}-{args.task}-s{seed}"
-            cfg = recipe_config(args, seed, run_dir=run, randomization=SHIFTED, action_history=args.action_history,
+            cfg = recipe_config(args, seed, run_dir=run, randomization=shifted, action_history=args.action_history,
                                 init_from=pretrained if method == "finetune" else None,
                                 demo_policy=str(pretrained) if args.demos_from == "pretrained" else None)
             default_warmup = PRESETS["residual"].critic_warmup_updates if method == "residual" else 0

@@ -71,12 +71,13 @@ late (``--trained-with latency-0-3 --action-history 3`` trains for it); ``adapta
 of its success, to keep learning under (``bench/finetune_shift.py``)."""
 
 
-BENCH_PRESETS = {
-    "latency-0-3": RandomizationConfig(action_latency_steps=(0, 3)),
-    "damping-1-8": RandomizationConfig(joint_damping_scale=(1.0, 8.0)),
+BENCH_RANDOMIZATIONS = {
+    "latency-0-3": '{"action_latency_steps": [0, 3]}',
+    "damping-1-8": '{"joint_damping_scale": [1, 8]}',
 }
-"""Training conditions of this benchmark besides the product's presets: each episode's commands act 0-3 control
-steps late; each episode's joint damping is 1-8x nominal (``extreme``'s x10 lies beyond it)."""
+"""Training conditions of this benchmark besides the product's presets (``--randomization`` specs): each
+episode's commands act 0-3 control steps late; each episode's joint damping is 1-8x nominal (``extreme``'s x10
+lies beyond it)."""
 
 
 def train(args: argparse.Namespace, seed: int, randomization: str) -> Path:
@@ -86,7 +87,8 @@ def train(args: argparse.Namespace, seed: int, randomization: str) -> Path:
         return out
     parallel = ParallelConfig(num_envs=args.worlds, backend="mujoco-threads", updates_per_step=args.updates_per_step)
     config = recipe_config(args, seed, run_dir=out, parallel=parallel, batch_size=args.parallel_batch,
-                           randomization=randomization, action_history=history)
+                           randomization=BENCH_RANDOMIZATIONS.get(randomization, randomization),
+                           action_history=history)
     ParallelTrainer(config).run()
     return out
 
@@ -109,12 +111,12 @@ def main() -> None:
     parser.add_argument("--shifts", choices=sorted(SHIFTS), default="held_out")
     parser.add_argument("--reuse", action="store_true", help="evaluate the runs already in --out, if trained")
     parser.add_argument("--trained-with", nargs="+", default=["none", "robust"],
-                        choices=sorted({*RANDOMIZATION_PRESETS, *BENCH_PRESETS}), help="randomisations to train with")
+                        choices=sorted({*RANDOMIZATION_PRESETS, *BENCH_RANDOMIZATIONS}),
+                        help="randomisations to train with")
     parser.add_argument("--action-history", type=int, default=0,
                         help="the policies observe their last N actions (--action-history)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_robustness"))
     args = parser.parse_args()
-    RANDOMIZATION_PRESETS.update(BENCH_PRESETS)  # for the run's env config to name
     stamp, rows = run_stamp(), []
     for seed in args.seeds:
         for randomization in args.trained_with:

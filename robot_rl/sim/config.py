@@ -14,6 +14,8 @@ Range = tuple[float, float]
 def _check_range(owner: str, name: str, value: Range | None, lowest: float = 0.0) -> None:
     if value is None:
         return
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        raise ValueError(f"{owner}.{name} must be a (low, high) pair, got {value!r}")
     lo, hi = value
     if not (lowest <= lo <= hi):
         raise ValueError(f"{owner}.{name} must satisfy {lowest} <= low <= high, got {value}")

@@ -4,6 +4,7 @@ robot_rl task, any gymnasium env on the learner's dict convention, or a user's `
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from dataclasses import dataclass
@@ -38,9 +39,10 @@ class EnvConfig:
     dense_reward: bool = False
     """Add the task's weighted shaping terms to the sparse success reward (robot_rl tasks)."""
     randomization: str = "none"
-    """Domain randomisation of robot_rl tasks, a named preset (``robot_rl.sim.config.RANDOMIZATION_PRESETS``):
-    ``none`` or ``robust`` (friction, masses, damping, controller gains, camera pose, observation noise drawn
-    per episode, per world with ``--num-envs``)."""
+    """Domain randomisation of robot_rl tasks, drawn per episode (per world with ``--num-envs``): a preset,
+    ``none`` or ``robust`` (friction, masses, damping, controller gains, camera pose, observation noise, latency;
+    ``robot_rl.sim.config.RANDOMIZATION_PRESETS``), or a JSON object of ``RandomizationConfig`` fields over one,
+    e.g. ``'{"preset": "robust", "joint_damping_scale": [1, 8]}'`` (``randomization_config``)."""
     env_factory: str | None = None
     """``module:function`` returning a gymnasium env with dict observations, instead of ``task`` (real robots,
     tests). Actor and learner must describe the same observation/action spaces."""
@@ -165,7 +167,7 @@ def make_training_env(
             render_mode=render_mode,
             dense_reward=dense_reward,
             terminate_on_success=terminate_on_success,
-            randomization=randomization_preset(randomization),
+            randomization=randomization_config(randomization),
         )
     if obs != "state" or dense_reward or randomization != EnvConfig.randomization:
         raise ValueError(f"obs={obs!r} / dense_reward / randomization={randomization!r} apply to robot_rl tasks "
@@ -184,13 +186,36 @@ def make_training_env(
     return SuccessSignal(DictObservation(LearnerActionBox(env, scale, f"task {task!r}")), success_key)
 
 
-def randomization_preset(name: str):
-    """The ``RandomizationConfig`` of a named preset, or an error listing the presets."""
-    from robot_rl.sim.config import RANDOMIZATION_PRESETS
+def randomization_config(spec: str):
+    """The ``RandomizationConfig`` that ``--randomization`` names: a preset's name, or a JSON object of
+    ``RandomizationConfig`` fields over a preset (``"preset"``, default ``none``), e.g.
+    ``{"preset": "robust", "joint_damping_scale": [1, 8]}``. A run's config keeps the spec, so the ranges travel
+    with its checkpoint."""
+    from robot_rl.sim.config import RANDOMIZATION_PRESETS, RandomizationConfig
 
-    if name not in RANDOMIZATION_PRESETS:
-        raise ValueError(f"--randomization {name!r} is not a preset; presets: {sorted(RANDOMIZATION_PRESETS)}")
-    return RANDOMIZATION_PRESETS[name]
+    presets = sorted(RANDOMIZATION_PRESETS)
+    if not spec.lstrip().startswith("{"):
+        if spec not in RANDOMIZATION_PRESETS:
+            raise ValueError(f"--randomization {spec!r} is neither a preset ({presets}) nor a JSON object of "
+                             "RandomizationConfig fields")
+        return RANDOMIZATION_PRESETS[spec]
+    try:
+        fields = json.loads(spec)
+    except ValueError as err:
+        raise ValueError(f"--randomization {spec!r} is not valid JSON ({err})") from err
+    if not isinstance(fields, dict):
+        raise ValueError(f"--randomization {spec!r} must be a JSON object")
+    base = fields.pop("preset", "none")
+    if base not in RANDOMIZATION_PRESETS:
+        raise ValueError(f"--randomization {spec!r}: preset {base!r} is not one of {presets}")
+    known = {f.name for f in dataclasses.fields(RandomizationConfig)}
+    if unknown := sorted(set(fields) - known):
+        raise ValueError(f"--randomization {spec!r}: unknown fields {unknown}; fields: {sorted(known)}")
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}  # JSON lists are ranges
+    try:
+        return dataclasses.replace(RANDOMIZATION_PRESETS[base], **fields)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"--randomization {spec!r}: {err}") from err
 
 
 def _from_factory(env_factory: str, env_kwargs: str, render_mode: str | None) -> gym.Env:

@@ -34,7 +34,7 @@ from robot_rl.data.transition import EXTRAS
 from robot_rl.training.base_policy import pin_policies
 from robot_rl.training.config import ISAACLAB_BACKENDS, TrainConfig
 from robot_rl.training.core import CHECKPOINT, LearnerCore, resumed_config, start_process
-from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config, randomization_preset
+from robot_rl.training.env_factory import is_robot_rl_task, make_env_from_config, randomization_config
 from robot_rl.training.evaluate import TRAIN_SEED_BASE, EvalResult, evaluate_worlds
 from robot_rl.training.run_dir import RunDir
 
@@ -73,7 +73,7 @@ def make_worlds(config: TrainConfig, data_parallel: DataParallel | None = None):
     batched = BatchedEnvConfig(num_envs=num_envs, backend=backend, num_threads=p.num_threads, seed=seed, warp=warp,
                                action_history=env.action_history)
     return make_batched_env(env.task, batched, dense_reward=env.dense_reward,
-                            randomization=randomization_preset(env.randomization))
+                            randomization=randomization_config(env.randomization))
 
 
 def _auto_backend() -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from robot_rl.envs.contract import ACTION_DIM
 from robot_rl.sim import TASKS, make_env
 from robot_rl.sim.batched import BatchedEnvConfig, SingleWorldEnv, WarpConfig, make_batched_env
 from robot_rl.sim.config import RANDOMIZATION_PRESETS, RandomizationConfig
+from robot_rl.training.env_factory import EnvConfig, make_env_from_config, randomization_config
 
 SHORT = {"max_episode_steps": 8}  # episodes end inside the tested horizon, so auto-reset is covered
 
@@ -201,6 +205,23 @@ def test_the_robust_preset_draws_inside_its_declared_ranges() -> None:
     check_drawn_scales(env, robust)
     assert set(env.delay.tolist()) == set(range(robust.latency_range[0], robust.latency_range[1] + 1))
     env.close()
+
+
+def test_a_randomization_spec_overrides_a_presets_ranges_in_both_envs_and_names_what_is_wrong() -> None:
+    spec = '{"preset": "robust", "joint_damping_scale": [1, 8]}'
+    wide = randomization_config(spec)
+    assert wide == dataclasses.replace(RANDOMIZATION_PRESETS["robust"], joint_damping_scale=(1, 8))
+    single = make_env_from_config(EnvConfig(task="reach", randomization=spec))
+    assert single.unwrapped.cfg.randomization == wide
+    single.close()
+    env = make_batched_env("pick_cube", BatchedEnvConfig(num_envs=8), randomization=wide)
+    env.reset(seed=3)
+    check_drawn_scales(env, wide)
+    env.close()
+    for bad, named in [('{"damping": [1, 8]}', "unknown fields ['damping']"), ('{"mass_scale": 2}', "mass_scale"),
+                       ('{"preset": "rugged"}', "'rugged'"), ("rugged", "neither a preset"), ("{1", "not valid JSON")]:
+        with pytest.raises(ValueError, match=re.escape(named)):
+            randomization_config(bad)
 
 
 def test_a_latency_range_delays_each_worlds_actions_by_its_own_draw() -> None:
