@@ -275,7 +275,11 @@ def test_the_local_actor_keeps_the_history_of_the_actions_the_arm_executed() -> 
         def __init__(self) -> None:
             self.seen: list[np.ndarray] = []
             self.sent: list[np.ndarray] = []
+            self.starts: list[int] = []
             self.rng = np.random.default_rng(0)
+
+        def reset(self) -> None:
+            self.starts.append(len(self.seen))
 
         def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
             self.seen.append(obs[ACTION_HISTORY])
@@ -285,10 +289,10 @@ def test_the_local_actor_keeps_the_history_of_the_actions_the_arm_executed() -> 
     env = make_training_env("reach")
     inner = Sees()
     run_actor(env, HistoryPolicy(inner, 2, env.action_space), NoLearner(), episodes=2)
-    length = len(inner.seen) // 2
-    for start in (0, length):  # each episode starts from zeros
+    assert len(inner.starts) == 2 and inner.starts[0] == 0 < inner.starts[1] < len(inner.seen)
+    for start, end in zip(inner.starts, [*inner.starts[1:], len(inner.seen)]):  # each episode starts from zeros
         np.testing.assert_array_equal(inner.seen[start], np.zeros(14))
-        for t in range(start + 1, start + length):
+        for t in range(start + 1, end):
             expected = [np.clip(inner.sent[t - 1], -1, 1),
                         np.clip(inner.sent[t - 2], -1, 1) if t - 2 >= start else np.zeros(7)]
             np.testing.assert_array_equal(inner.seen[t], np.concatenate(expected))
