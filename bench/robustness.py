@@ -74,10 +74,11 @@ of its success, to keep learning under (``bench/finetune_shift.py``)."""
 BENCH_RANDOMIZATIONS = {
     "latency-0-3": '{"action_latency_steps": [0, 3]}',
     "damping-1-8": '{"joint_damping_scale": [1, 8]}',
+    "robust-damping-1-8": '{"preset": "robust", "joint_damping_scale": [1, 8]}',
 }
 """Training conditions of this benchmark besides the product's presets (``--randomization`` specs): each
 episode's commands act 0-3 control steps late; each episode's joint damping is 1-8x nominal (``extreme``'s x10
-lies beyond it)."""
+lies beyond it), alone or with the rest of the ``robust`` preset."""
 
 
 def train(args: argparse.Namespace, seed: int, randomization: str) -> Path:
