@@ -18,6 +18,8 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.episode import Episode
+from robot_rl.envs.action_history import ActionHistory
+from robot_rl.envs.contract import ACTION_HISTORY, executed_action
 
 EXTRAS: Mapping[str, type[np.generic]] = {"intervention": np.bool_, "grasp_penalty": np.float32}
 """Per-transition side channels: whether a human (or the scripted corrector) chose the action, and the
@@ -74,6 +76,21 @@ def step_env(env: gym.Env, obs: Mapping[str, np.ndarray], action: np.ndarray) ->
     return EnvStep(transition, info)
 
 
-def executed_action(action: Any, info: Mapping[str, Any]) -> np.ndarray:
-    """The action the arm carried out in a step: the human's during an intervention, else the one sent."""
-    return np.asarray(info["intervention_action"] if info.get("intervention") else action, np.float32)
+def episode_with_action_history(episode: Episode, k: int, box: gym.spaces.Box, where: str) -> Episode:
+    """``episode`` with the ``previous_actions`` its own (executed) actions give each frame; one that has the
+    key already must hold ``k`` actions' worth."""
+    if k == 0:
+        return episode
+    have = episode.observations.get(ACTION_HISTORY)
+    if have is not None:
+        want = k * episode.actions.shape[1]
+        if have.shape[1:] != (want,):
+            raise ValueError(f"{where}: its {ACTION_HISTORY!r} holds {have.shape[1:]} values; this run's action "
+                             f"history of {k} steps needs ({want},)")
+        return episode
+    history = ActionHistory(k, box.low, box.high)
+    frames = [history.vector()]
+    for action in episode.actions:
+        history.push(action)
+        frames.append(history.vector())
+    return dataclasses.replace(episode, observations={**episode.observations, ACTION_HISTORY: np.stack(frames)})

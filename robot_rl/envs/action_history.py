@@ -9,20 +9,18 @@ episode's first step. Every place a run's env runs adds it the same way:
 - ``ActionHistoryObservation``: a gymnasium wrapper (simulation, envs from elsewhere, the ROS 2 arm env);
 - ``robot_rl.sim.batched.BatchedArmEnv(action_history=K)``: its torch twin over N worlds;
 - ``HistoryPolicy`` (``robot_rl.ros.actor``) keeps one for a policy that steps an env it does not wrap;
-- ``episode_with_action_history``: demos recorded without the key get it from their own actions.
+- ``robot_rl.data.transition.episode_with_action_history``: demos recorded without the key get it from their
+  own actions.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.data.episode import Episode
-from robot_rl.data.transition import executed_action
-from robot_rl.envs.contract import ACTION_HISTORY
+from robot_rl.envs.contract import ACTION_HISTORY, executed_action
 
 MAX_ACTION_HISTORY = 16
 """The longest history a run may ask for (1.6 s at 10 Hz: beyond any driver latency worth learning around)."""
@@ -82,23 +80,3 @@ class ActionHistoryObservation(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.history.push(executed_action(action, info))
         return {**obs, ACTION_HISTORY: self.history.vector()}, reward, terminated, truncated, info
-
-
-def episode_with_action_history(episode: Episode, k: int, box: gym.spaces.Box, where: str) -> Episode:
-    """``episode`` with the ``previous_actions`` its own (executed) actions give each frame; one that has the
-    key already must hold ``k`` actions' worth."""
-    if k == 0:
-        return episode
-    have = episode.observations.get(ACTION_HISTORY)
-    if have is not None:
-        want = k * episode.actions.shape[1]
-        if have.shape[1:] != (want,):
-            raise ValueError(f"{where}: its {ACTION_HISTORY!r} holds {have.shape[1:]} values; this run's action "
-                             f"history of {k} steps needs ({want},)")
-        return episode
-    history = ActionHistory(k, box.low, box.high)
-    frames = [history.vector()]
-    for action in episode.actions:
-        history.push(action)
-        frames.append(history.vector())
-    return dataclasses.replace(episode, observations={**episode.observations, ACTION_HISTORY: np.stack(frames)})

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import gymnasium as gym
 import numpy as np
@@ -121,6 +121,12 @@ ACTION_HISTORY = "previous_actions"
 """Observation key of the last K actions the arm was sent, newest first (float32 [K * A]), added where the env
 runs when a run asks for an action history (``robot_rl.envs.action_history``)."""
 INFO_KEYS = ("intervention", "safety_clipped", "is_success")
+
+
+def executed_action(action: Any, info: Mapping[str, Any]) -> np.ndarray:
+    """The action the arm carried out in a step: the human's during an intervention (``intervention_action``),
+    else the one sent."""
+    return np.asarray(info["intervention_action"] if info.get("intervention") else action, np.float32)
 
 
 def image_key(camera: str) -> str:

@@ -31,8 +31,7 @@ from robot_rl.data.episode import Episode
 from robot_rl.data.hindsight import goal_rewards_for
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.sampler import MixedSampler, Sampler
-from robot_rl.data.transition import EXTRAS, episode_extras
-from robot_rl.envs.action_history import episode_with_action_history
+from robot_rl.data.transition import EXTRAS, episode_extras, episode_with_action_history
 from robot_rl.envs.wrappers import learner_action_box, narrow_box_advice
 from robot_rl.training.base_policy import EXPERT, BasePolicy, base_of, load_base_policy, with_base_actions
 from robot_rl.training.config import TrainConfig

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from robot_rl.data.episode import Episode
-from robot_rl.data.transition import executed_action
-from robot_rl.envs.action_history import ActionHistoryObservation, episode_with_action_history
-from robot_rl.envs.contract import ACTION_HISTORY
+from robot_rl.data.transition import episode_with_action_history
+from robot_rl.envs.action_history import ActionHistoryObservation
+from robot_rl.envs.contract import ACTION_HISTORY, executed_action
 from robot_rl.training.env_factory import EnvConfig
 
 
