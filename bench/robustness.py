@@ -8,6 +8,10 @@ Both learners are ``robot-rl train --num-envs N``'s (the quick-start recipe, the
 worlds on the ``mujoco-threads`` backend); each checkpoint is then loaded as ``robot-rl eval`` loads it and run
 deterministically on the evaluation seeds, nominal and under each shift of ``SHIFTS``, one at a time. The
 shifts lie outside the ``robust`` preset's ranges. Results go to ``bench/results/robustness/``.
+
+``--trained-with expert`` adds no policy but the task's scripted expert (it reads the simulator's state), run
+under the same shifts: where it fails too, a shift may leave the task out of reach within the episode rather
+than beyond the policy.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from _recipe import add_recipe_args, recipe_config, run_stamp, write_results
 
 from robot_rl.sim import make_env
 from robot_rl.sim.config import RANDOMIZATION_PRESETS, RandomizationConfig
+from robot_rl.training.base_policy import EXPERT, ExpertBase
 from robot_rl.training.config import ParallelConfig
 from robot_rl.training.env_factory import with_observation_extras
 from robot_rl.training.evaluate import EVAL_SEED_BASE, evaluate
@@ -94,10 +99,16 @@ def train(args: argparse.Namespace, seed: int, randomization: str) -> Path:
     return out
 
 
-def success_under(run: Path, task: str, shift: RandomizationConfig, episodes: int) -> float:
-    policy, config = load_policy(run)
-    env = with_observation_extras(make_env(task, randomization=shift), config.env)  # as `robot-rl eval` builds it
-    result = evaluate(lambda o: policy.act(o, deterministic=True), env, episodes, EVAL_SEED_BASE)
+def success_under(run: Path | None, task: str, shift: RandomizationConfig, episodes: int) -> float:
+    """A checkpoint's deterministic success under ``shift``; ``run`` None: the scripted expert's."""
+    if run is None:
+        env = make_env(task, randomization=shift)
+        expert = ExpertBase(env, noise_std=0.0, seed=0)
+        result = evaluate(expert, env, episodes, EVAL_SEED_BASE, reset=expert.reset)
+    else:
+        policy, config = load_policy(run)
+        env = with_observation_extras(make_env(task, randomization=shift), config.env)  # as `robot-rl eval` does
+        result = evaluate(lambda o: policy.act(o, deterministic=True), env, episodes, EVAL_SEED_BASE)
     env.close()
     return result.success_rate
 
@@ -112,8 +123,8 @@ def main() -> None:
     parser.add_argument("--shifts", choices=sorted(SHIFTS), default="held_out")
     parser.add_argument("--reuse", action="store_true", help="evaluate the runs already in --out, if trained")
     parser.add_argument("--trained-with", nargs="+", default=["none", "robust"],
-                        choices=sorted({*RANDOMIZATION_PRESETS, *BENCH_RANDOMIZATIONS}),
-                        help="randomisations to train with")
+                        choices=sorted({*RANDOMIZATION_PRESETS, *BENCH_RANDOMIZATIONS, EXPERT}),
+                        help="randomisations to train with; expert: the scripted expert, untrained")
     parser.add_argument("--action-history", type=int, default=0,
                         help="the policies observe their last N actions (--action-history)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_robustness"))
@@ -122,7 +133,7 @@ def main() -> None:
     for seed in args.seeds:
         for randomization in args.trained_with:
             started = time.time()
-            run = train(args, seed, randomization)
+            run = None if randomization == EXPERT else train(args, seed, randomization)
             trained_s = round(time.time() - started)
             success = {name: success_under(run, args.task, shift, args.episodes)
                        for name, shift in SHIFTS[args.shifts].items()}
