@@ -102,7 +102,10 @@ class CompiledSteps:
         """The graph's gradients into ``.grad``, then the optimisers' step as in the eager path."""
         grads, metrics = result
         for p in (p for o in optimizers for g in o.param_groups for p in g["params"]):
-            p.grad = grads[self.names[p]]
+            grad_p = grads[self.names[p]]
+            # In the parameter's own layout, as autograd leaves ``.grad``: the graph may give a convolution's
+            # weight gradient other strides, and the fused Adam kernel walks both tensors as flat memory.
+            p.grad = grad_p if grad_p.stride() == p.stride() else torch.empty_like(p).copy_(grad_p)
         self.agent.step_optimizers(optimizers)
         return metrics
 

@@ -251,6 +251,26 @@ def test_compiled_steps_match_eager_and_share_checkpoints() -> None:
     assert_same_state(resumed, compiled)
 
 
+def test_a_compiled_gradient_in_another_layout_steps_the_optimiser_as_a_contiguous_one() -> None:
+    """The compiled graph may return a convolution's weight gradient channels-last, and the fused Adam kernel
+    walks gradient and parameter as flat memory: the step must see each gradient in its parameter's layout."""
+    config = dataclasses.replace(SMALL, compile="on")
+    agents = [SACAgent(config, pixel_space(32), action_space(7), seed=0) for _ in range(2)]  # nothing compiles
+    gen = torch.Generator().manual_seed(0)
+    optimizers = [agent.critic_optimizers() for agent in agents]
+    params = [p for o in optimizers[0] for g in o.param_groups for p in g["params"]]
+    grads = {agents[0]._compiled.names[p]: torch.randn(p.shape, generator=gen) for p in params}
+    convolutions = [name for name, g in grads.items() if g.dim() == 4]
+    assert convolutions, "the encoder has no convolution: the test would check nothing"
+    other_layout = {name: g.contiguous(memory_format=torch.channels_last) if g.dim() == 4 else g.clone()
+                    for name, g in grads.items()}
+    assert all(other_layout[name].stride() != grads[name].stride() for name in convolutions)
+    agents[0]._compiled._step((other_layout, {}), optimizers[0])
+    agents[1]._compiled._step((grads, {}), optimizers[1])
+    for (name, a), b in zip(agents[0].encoder.named_parameters(), agents[1].encoder.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+
+
 def test_compile_without_a_cpp_compiler_fails_at_construction(monkeypatch) -> None:
     monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(RuntimeError, match=r"needs a C\+\+ compiler"):
