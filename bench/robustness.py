@@ -9,9 +9,9 @@ worlds on the ``mujoco-threads`` backend); each checkpoint is then loaded as ``r
 deterministically on the evaluation seeds, nominal and under each shift of ``SHIFTS``, one at a time. The
 shifts lie outside the ``robust`` preset's ranges. Results go to ``bench/results/robustness/``.
 
-``--trained-with expert`` adds no policy but the task's scripted expert (it reads the simulator's state), run
-under the same shifts: where it fails too, a shift may leave the task out of reach within the episode rather
-than beyond the policy.
+``--trained-with expert`` trains nothing and runs the task's scripted expert (it reads the simulator's state)
+under the same shifts: the hand-written controller's robustness beside the learned ones'. Its phases are timed
+for the nominal arm, so its failing under a shift does not mean the task is out of reach.
 """
 
 from __future__ import annotations
