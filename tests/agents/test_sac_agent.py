@@ -228,11 +228,14 @@ def assert_same_state(a: SACAgent, b: SACAgent, tol: float = 1e-5) -> None:
 def test_compiled_steps_match_eager_and_share_checkpoints() -> None:
     """Every optimiser (critic + encoder, gripper head, actor, temperature), clipping and Polyak: the compiled
     steps take the eager steps' random draws and land on the same parameters and Adam state; a checkpoint
-    moves between the two paths in either direction."""
+    moves between the two paths in either direction. Pixels and state: the image encoder's convolutions are
+    where a compiled gradient can come in another memory layout than its parameter's (state alone: the
+    distributional test)."""
     cfg = SACConfig(hidden_dims=(16, 16), num_critics=3, utd_ratio=2, gripper="discrete", max_grad_norm=0.5)
-    eager = SACAgent(cfg, state_space(5), action_space(7), seed=0)
-    compiled = SACAgent(dataclasses.replace(cfg, compile="on"), state_space(5), action_space(7), seed=0)
-    batches = [make_batch(state_space(5), 7, seed=i) for i in range(6)]
+    space = pixel_space(32)
+    eager = SACAgent(cfg, space, action_space(7), seed=0)
+    compiled = SACAgent(dataclasses.replace(cfg, compile="on"), space, action_space(7), seed=0)
+    batches = [make_batch(space, 7, seed=i) for i in range(6)]
     first, second = iter(batches), iter(batches)
     for _ in range(2):
         m_eager, m_compiled = eager.update(lambda: next(first)), compiled.update(lambda: next(second))
@@ -242,7 +245,7 @@ def test_compiled_steps_match_eager_and_share_checkpoints() -> None:
     assert_same_state(eager, compiled)
     assert compiled.num_critic_updates == 4 and compiled.num_actor_updates == 2
 
-    resumed = SACAgent(cfg, state_space(5), action_space(7), seed=5)  # eager, from the compiled checkpoint
+    resumed = SACAgent(cfg, space, action_space(7), seed=5)  # eager, from the compiled checkpoint
     resumed.load_state_dict(copy.deepcopy(compiled.state_dict()))  # state dicts share the live tensors
     compiled.load_state_dict(copy.deepcopy(eager.state_dict()))  # and the compiled agent from the eager one
     third, fourth = iter(batches[4:]), iter(batches[4:])
