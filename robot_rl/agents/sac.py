@@ -160,7 +160,7 @@ class SACAgent:
         self.num_critic_updates = 0
         self.num_actor_updates = 0
         self._training: bool | None = None
-        compiled, self.compile_note = compile_decision(c, self.device, planned_updates)
+        compiled, self.compile_note = compile_decision(c, self.device, planned_updates, data_parallel is not None)
         self._compiled: CompiledSteps | None = CompiledSteps(self) if compiled else None
         if data_parallel is not None:  # replicas start from one state and draw alike (seeded alike; made sure)
             data_parallel.broadcast_([*self._modules().values(), self.temperature])
@@ -403,15 +403,10 @@ class SACAgent:
         return [self.actor_optimizer] + ([self.temperature_optimizer] if self.learns_temperature else [])
 
     def _backward_and_step(self, loss: torch.Tensor, optimizers: list[torch.optim.Optimizer]) -> None:
-        """The eager step: backward, then ``step_optimizers``."""
+        """The eager step: backward, then per optimiser gradient clipping (if configured) and Adam."""
         for optimizer in optimizers:
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.step_optimizers(optimizers)
-
-    def step_optimizers(self, optimizers: list[torch.optim.Optimizer]) -> None:
-        """The gradients in ``.grad`` averaged over data-parallel replicas, clipped per optimiser (if
-        configured), then each optimiser's step; the eager and the compiled step both end here."""
         if self.data_parallel is not None:
             self.data_parallel.average_(
                 [p.grad for o in optimizers for g in o.param_groups for p in g["params"] if p.grad is not None])

@@ -12,6 +12,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from agent_helpers import action_space, make_batch, state_space
 
+from robot_rl.agents.compiled_steps import compile_decision
 from robot_rl.agents.config import SACConfig
 from robot_rl.agents.data_parallel import DataParallel
 from robot_rl.agents.sac import SACAgent
@@ -52,12 +53,11 @@ def state_of(agent: SACAgent) -> dict[str, torch.Tensor]:
     return state
 
 
-def replica(rank: int, init_file: str, out: str, compile_mode: str) -> None:
+def replica(rank: int, init_file: str, out: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=REPLICAS)
     dp = DataParallel(rank=rank, world_size=REPLICAS)
-    config = dataclasses.replace(CONFIG, compile=compile_mode)
-    agent = SACAgent(config, SPACE, ACTIONS, seed=3 if rank == 0 else 99, data_parallel=dp)  # rank 0's wins
+    agent = SACAgent(CONFIG, SPACE, ACTIONS, seed=3 if rank == 0 else 99, data_parallel=dp)  # rank 0's wins
     share = BATCH // REPLICAS
     metrics = train(agent, [rows(b, slice(rank * share, (rank + 1) * share)) for b in whole_batches()])
     torch.save({"state": state_of(agent), "metrics": metrics}, Path(out) / f"rank{rank}.pt")
@@ -65,12 +65,8 @@ def replica(rank: int, init_file: str, out: str, compile_mode: str) -> None:
     dp.close()
 
 
-@pytest.mark.parametrize("compile_mode", ["off", pytest.param("on", marks=pytest.mark.slow)])
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # emitted inside torch.compile
-def test_two_replicas_on_half_batches_equal_one_process_on_whole_batches(tmp_path: Path, compile_mode: str) -> None:
-    """Also with compiled replicas: their gradients are averaged between the graph and the optimisers' step."""
-    args = (str(tmp_path / "init"), str(tmp_path), compile_mode)
-    mp.start_processes(replica, args=args, nprocs=REPLICAS, start_method="spawn")
+def test_two_replicas_on_half_batches_equal_one_process_on_whole_batches(tmp_path: Path) -> None:
+    mp.start_processes(replica, args=(str(tmp_path / "init"), str(tmp_path)), nprocs=REPLICAS, start_method="spawn")
     single = SACAgent(CONFIG, SPACE, ACTIONS, seed=3)
     expected = train(single, whole_batches())
     results = [torch.load(tmp_path / f"rank{r}.pt") for r in range(REPLICAS)]
@@ -86,3 +82,11 @@ def test_two_replicas_on_half_batches_equal_one_process_on_whole_batches(tmp_pat
         assert got.keys() == want.keys()
         for key in want:
             assert got[key] == pytest.approx(want[key], rel=1e-4, abs=1e-5), key
+
+
+def test_a_compiled_step_is_refused_for_replicas() -> None:
+    with pytest.raises(ValueError, match="data-parallel"):
+        compile_decision(dataclasses.replace(CONFIG, compile="on"), torch.device("cpu"), 10**6, data_parallel=True)
+    compiled, note = compile_decision(dataclasses.replace(CONFIG, compile="auto"), torch.device("cpu"), 10**6,
+                                      data_parallel=True)
+    assert not compiled and "average gradients" in note
